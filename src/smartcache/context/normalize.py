@@ -1,0 +1,88 @@
+"""Text normalisation shared by every later stage.
+
+Two requests that differ only in how they are typed must look the same to the
+cache: full-width vs half-width, spacing, case, "八千" vs "8000", "5千块" vs
+"5000元", a speaker marker pasted in front. ``normalize_text`` does that and no
+more; it never drops words, because a dropped "不" is a reversed intent.
+
+    >>> normalize_text("用户：  预算提高到 八千块！！")
+    '预算提高到8000元!'
+    >>> normalize_text("How  do I  deploy it？")
+    'how do i deploy it?'
+
+``mask_template`` is for system prompts only: it masks parts that change on
+every request (timestamps, dates, request ids) so a prompt template keeps one
+version key.
+
+    >>> mask_template("You are helpful. Current time: 2026-12-01 09:39:12, req 7f3a9c2e1b4d5a6f")
+    'You are helpful. Current time: <datetime>, req <id>'
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from smartcache.context.numerals import convert_numerals
+
+# Punctuation that NFKC leaves full-width or typographic.
+_PUNCT = str.maketrans({
+    "。": ".", "、": ",", "，": ",", "“": '"', "”": '"', "‘": "'", "’": "'",
+    "《": '"', "》": '"', "「": '"', "」": '"', "『": '"', "』": '"',
+    "【": "[", "】": "]", "〔": "(", "〕": ")", "…": "...", "—": "-", "–": "-",
+    "～": "~", "·": " ", "\u3000": " ",
+})
+_CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_SPACE_AROUND_CJK = re.compile(rf"(?<=[{_CJK}])[ \t]+|[ \t]+(?=[{_CJK}])")
+_SPACES = re.compile(r"[ \t\r\f\v]+")
+_REPEATED_PUNCT = re.compile(r"([!?.,;:~])\1+")
+_SPEAKER = re.compile(
+    r"^\s*(?:user|human|customer|q|assistant|ai|bot|用户|客户|顾客|问|助手|客服|答)\s*[:：]\s*",
+    re.IGNORECASE,
+)
+# Money spelled with a currency word: all become "<n>元" or "$<n>".
+_CNY = [
+    (re.compile(r"[¥￥]\s*(\d+(?:\.\d+)?)"), r"\1元"),
+    (re.compile(r"(?:rmb|cny)\s*(\d+(?:\.\d+)?)", re.IGNORECASE), r"\1元"),
+    (re.compile(r"(\d+(?:\.\d+)?)\s*(?:块钱|块|元人民币|人民币|rmb|cny|yuan)(?![a-z])", re.IGNORECASE), r"\1元"),
+    (re.compile(r"(\d+(?:\.\d+)?)\s*(?:美元|美金|刀|usd|dollars?|bucks)(?![a-z])", re.IGNORECASE), r"$\1"),
+    (re.compile(r"(?:usd|us\$)\s*(\d+(?:\.\d+)?)", re.IGNORECASE), r"$\1"),
+]
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
+
+
+def normalize_text(text: str, *, lower: bool = True) -> str:
+    """Canonical form of a message's text for matching and embedding.
+
+    ``lower=False`` keeps the case, for entity extraction (camelCase, proper nouns).
+    """
+    text = unicodedata.normalize("NFKC", text).translate(_PUNCT)
+    text = _SPEAKER.sub("", text)
+    text = _THOUSANDS.sub("", text)
+    text = convert_numerals(text)
+    for pattern, repl in _CNY:
+        text = pattern.sub(repl, text)
+    if lower:
+        text = text.lower()
+    text = _SPACE_AROUND_CJK.sub("", text)
+    text = _SPACES.sub(" ", text)
+    text = "\n".join(line.strip() for line in text.split("\n") if line.strip())
+    return _REPEATED_PUNCT.sub(r"\1", text)
+
+
+_MASKS = [
+    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I), "<id>"),
+    (re.compile(r"\d{4}[-/.]\d{1,2}[-/.]\d{1,2}(?:[ T]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:z|[+-]\d{2}:?\d{2})?)?", re.I),
+     "<datetime>"),
+    (re.compile(r"\d{4}年\d{1,2}月\d{1,2}[日号](?:\s*\d{1,2}[:点]\d{2}(?::\d{2})?)?"), "<datetime>"),
+    (re.compile(r"\b\d{1,2}:\d{2}(?::\d{2})?(?:\s?[ap]\.?m\.?)?", re.I), "<time>"),
+    (re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{12,}\b", re.I), "<id>"),
+    (re.compile(r"\b\d{8,}\b"), "<id>"),
+]
+
+
+def mask_template(text: str) -> str:
+    """Mask the volatile parts of a system-prompt template (dates, times, ids)."""
+    for pattern, repl in _MASKS:
+        text = pattern.sub(repl, text)
+    return text

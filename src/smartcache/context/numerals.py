@@ -1,0 +1,115 @@
+"""Chinese numerals and magnitude suffixes to Arabic digits.
+
+    >>> zh_to_int("八千")
+    8000
+    >>> zh_to_int("一万五")
+    15000
+    >>> convert_numerals("三天两晚，预算八千")
+    '3天2晚，预算8000'
+    >>> convert_numerals("1.5万元、5k")
+    '15000元、5000'
+
+Only runs that are clearly numbers are converted: a run with a magnitude
+character (十百千万亿), a digit run of three or more (years), or a single
+numeral followed by a measure word. Idioms that contain numerals ("一下",
+"一起", "万一", "千万别") are left alone, because converting them would make
+unrelated sentences look like they share numbers.
+"""
+
+from __future__ import annotations
+
+import re
+
+_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4,
+           "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+_SMALL_UNITS = {"十": 10, "百": 100, "千": 1000}
+_BIG_UNITS = {"万": 10_000, "亿": 100_000_000}
+_NUMERAL_CHARS = "".join(_DIGITS) + "".join(_SMALL_UNITS) + "".join(_BIG_UNITS)
+
+# Measure words after which a single numeral is a real count ("三天", "两家").
+MEASURE_WORDS = (
+    "小时", "分钟", "公里", "公斤", "千克", "厘米", "星期", "块钱", "美元", "欧元", "英镑", "日元",
+    "天", "晚", "夜", "人", "位", "个", "家", "间", "张", "本", "次", "年", "月", "日", "号",
+    "点", "秒", "岁", "元", "块", "斤", "克", "米", "周", "条", "份", "杯", "瓶", "台", "件",
+    "种", "套", "层", "楼", "站", "倍", "折", "成", "遍", "部", "首", "篇", "封", "页", "行",
+    "段", "句", "题", "道", "项", "步", "辆", "口", "门", "季", "期", "类", "名", "G", "g", "k", "K",
+)
+
+# Runs that read as numbers but are idioms; they are never converted.
+_IDIOMS = ("万一", "千万", "一一", "十分", "百分百", "一丝一毫", "三番五次", "一五一十",
+           "乱七八糟", "七上八下", "三心二意", "一举两得", "独一无二", "一模一样")
+
+_RUN = re.compile(f"[{_NUMERAL_CHARS}]+")
+_WEEKDAY = re.compile(r"(星期|礼拜|周)([一二三四五六日天])")
+_WEEKDAY_NUM = {"一": 1, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "日": 7, "天": 7}
+_PERCENT = re.compile(f"百分之([{_NUMERAL_CHARS}]+|\\d+(?:\\.\\d+)?)")
+# Arabic number followed by a magnitude: "8千", "1.5万", "5k" (not "5kg", "5km").
+_MAGNITUDE = re.compile(r"(\d+(?:\.\d+)?)\s*(千|万|亿|[kK](?![a-zA-Z]))")
+_MAGNITUDE_VALUE = {"千": 1_000, "万": 10_000, "亿": 100_000_000, "k": 1_000, "K": 1_000}
+
+
+def zh_to_int(run: str) -> int:
+    """Value of a run of Chinese numeral characters ("三千五" -> 3500, "二零二四" -> 2024)."""
+    if not run or any(ch not in _NUMERAL_CHARS for ch in run):
+        raise ValueError(f"not a Chinese numeral: {run!r}")
+    if all(ch in _DIGITS for ch in run):
+        return int("".join(str(_DIGITS[ch]) for ch in run))
+    total, section, number = 0, 0, 0
+    last_unit = 1
+    for ch in run:
+        if ch in _DIGITS:
+            number = _DIGITS[ch]
+        elif ch in _SMALL_UNITS:
+            unit = _SMALL_UNITS[ch]
+            section += (number or 1) * unit
+            number, last_unit = 0, unit
+        else:
+            unit = _BIG_UNITS[ch]
+            total = (total + section + number) * unit
+            section, number, last_unit = 0, 0, unit
+    if number and last_unit >= 10 and run[-1] in _DIGITS and run[-2] not in "零〇":
+        # Colloquial trailing digit: "一万五" is 15000, "三千五" is 3500.
+        number *= last_unit // 10
+    return total + section + number
+
+
+def _format(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def _convert_run(match: re.Match[str]) -> str:
+    run = match.group(0)
+    text = match.string
+    start, end = match.span()
+    following = text[end:end + 2]
+    # A two-character measure word settles it ("十分钟" is ten minutes, not "very").
+    idiom_possible = not any(following.startswith(w) for w in MEASURE_WORDS if len(w) == 2)
+    for idiom in _IDIOMS if idiom_possible else ():
+        # An idiom that overlaps this run: leave the run as written.
+        at = text.find(idiom, max(0, start - len(idiom) + 1), end + len(idiom) - 1)
+        if at != -1 and at < end and at + len(idiom) > start:
+            return run
+    has_unit = any(ch in _SMALL_UNITS or ch in _BIG_UNITS for ch in run)
+    if len(run) >= 2 and has_unit:
+        return str(zh_to_int(run))
+    if len(run) >= 3 or ("零" in run or "〇" in run) and len(run) >= 2:
+        return str(zh_to_int(run))
+    if len(run) == 1 and following.startswith(MEASURE_WORDS):
+        if run in _DIGITS:
+            return str(_DIGITS[run])
+        if run == "十":
+            return "10"
+    return run
+
+
+def convert_numerals(text: str) -> str:
+    """Rewrite Chinese numerals and magnitude suffixes as plain Arabic numbers."""
+    text = _WEEKDAY.sub(lambda m: f"周{_WEEKDAY_NUM[m.group(2)]}", text)
+    text = _PERCENT.sub(
+        lambda m: (str(zh_to_int(m.group(1))) if m.group(1)[0] in _NUMERAL_CHARS else m.group(1)) + "%",
+        text,
+    )
+    text = _RUN.sub(_convert_run, text)
+    return _MAGNITUDE.sub(
+        lambda m: _format(float(m.group(1)) * _MAGNITUDE_VALUE[m.group(2)]), text
+    )

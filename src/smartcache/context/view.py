@@ -1,0 +1,156 @@
+"""ContextView: what the cache looks at in a request, in normalised form.
+
+The current user turn is kept whole (it says what is asked); earlier turns are
+compressed to speaker + key points and weighted by recency (they say in which
+context it is asked); small talk is dropped because it changes no answer. The
+system prompt only contributes its masked tail; its full masked hash goes into
+the version key instead.
+
+    >>> view = build_view(parse_messages([
+    ...     {"role": "user", "content": "你好"},
+    ...     {"role": "assistant", "content": "你好！有什么可以帮您？"},
+    ...     {"role": "user", "content": "推荐一家西湖边的酒店"}]))
+    >>> view.current, view.history
+    ('推荐1家西湖边的酒店', ())
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+from smartcache.context.messages import Conversation
+from smartcache.context.normalize import mask_template, normalize_text
+
+
+@dataclass(frozen=True)
+class ContextSettings:
+    """How much of the history the view keeps (defaults live in smartcache.config)."""
+
+    max_turns: int = 5            # prior turns kept in full key points
+    recency_decay: float = 0.75   # weight of a turn one step older
+    assistant_weight: float = 0.7  # assistant turns say less about what is asked
+    system_tail_chars: int = 512
+    user_point_chars: int = 200
+    assistant_point_chars: int = 240
+
+
+@dataclass(frozen=True)
+class ViewTurn:
+    """A prior turn reduced to its key points, with its weight in the context."""
+
+    role: str
+    text: str          # lower-cased key points (what is embedded)
+    weight: float
+    cased: str = ""    # the same key points with case kept (what entities are read from)
+
+    def render(self) -> str:
+        return f"{self.role}: {self.text}"
+
+
+@dataclass(frozen=True)
+class ContextView:
+    """The normalised, compressed view of one request.
+
+    ``history`` holds the kept prior turns, oldest first; ``history_hash`` is the
+    exact (byte-level) hash of everything before the current turn, and
+    ``system_hash`` the hash of the masked system prompt.
+    """
+
+    current: str
+    current_cased: str
+    history: tuple[ViewTurn, ...]
+    system_tail: str
+    first_topic: str
+    history_hash: str
+    system_hash: str
+    prior_turns: int              # all prior turns, small talk and old ones included
+
+    @property
+    def has_context(self) -> bool:
+        return bool(self.history)
+
+    def user_history(self) -> tuple[ViewTurn, ...]:
+        return tuple(t for t in self.history if t.role == "user")
+
+
+_SMALL_TALK = re.compile(
+    r"^(?:你好|您好|嗨|哈喽|早上好|晚上好|谢谢|谢谢你|谢谢您|多谢|感谢|非常感谢|好的|好|行|可以|嗯+|哦+|"
+    r"收到|明白了?|知道了|了解|懂了|不客气|没事|没关系|哈+|再见|拜拜|辛苦了|"
+    r"hi|hello|hey|thanks|thank you|thx|ok|okay|sure|got it|great|cool|nice|bye|good|"
+    r"you're welcome|no problem|alright)"
+    r"(?:[\s,.!?~]*(?:你好|谢谢|thanks|thank you|a lot|so much|very much|好的|ok))*[\s,.!?~:)]*$",
+    re.IGNORECASE,
+)
+_SENTENCE = re.compile(r"(?<=[.!?;])(?![\d.])|\n")
+_BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)、]|第\d+[天步点条])\s*")
+
+
+def is_small_talk(text: str) -> bool:
+    """True for greetings, thanks and acknowledgements that carry no request."""
+    return bool(_SMALL_TALK.match(text.strip()))
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit].rstrip() + "…"
+
+
+def key_points(role: str, text: str, settings: ContextSettings) -> str:
+    """Compress one turn: a user turn keeps its first and last sentence when long;
+    an assistant turn keeps its first sentence and the heads of its list items."""
+    sentences = [s.strip() for s in _SENTENCE.split(text) if s.strip()]
+    if not sentences:
+        return ""
+    if role == "user":
+        if len(text) <= settings.user_point_chars or len(sentences) == 1:
+            return _clip(text.replace("\n", " "), settings.user_point_chars)
+        return _clip(f"{sentences[0]} … {sentences[-1]}", settings.user_point_chars)
+    points = [sentences[0]]
+    for line in text.split("\n")[1:]:
+        if _BULLET.match(line):
+            points.append(_clip(_BULLET.sub("", line), 40))
+    return _clip(" | ".join(points), settings.assistant_point_chars)
+
+
+def build_view(conv: Conversation, settings: ContextSettings | None = None) -> ContextView:
+    """Build the ContextView of a parsed request."""
+    settings = settings or ContextSettings()
+    masked_system = normalize_text(mask_template(conv.system))
+    prior = conv.history
+    # Drop small talk, and the assistant turn answering it: neither changes an answer.
+    kept: list[tuple[str, str]] = []
+    skip_reply = False
+    for turn in prior:
+        cased = normalize_text(turn.text, lower=False)
+        norm = cased.lower()
+        if turn.role == "user":
+            skip_reply = is_small_talk(norm)
+            if not skip_reply:
+                kept.append((turn.role, cased))
+        elif not (skip_reply and len(norm) <= 60) and not is_small_talk(norm):
+            kept.append((turn.role, cased))
+            skip_reply = False
+    recent = kept[-settings.max_turns:] if settings.max_turns > 0 else []
+    history = []
+    for age, (role, cased) in enumerate(reversed(recent)):
+        weight = settings.recency_decay ** age
+        if role == "assistant":
+            weight *= settings.assistant_weight
+        points = key_points(role, cased, settings)
+        history.append(ViewTurn(role, points.lower(), round(weight, 6), points))
+    history.reverse()
+    # The first turn that asks something sets the conversation's topic.
+    users = [normalize_text(t.text) for t in conv.turns if t.role == "user"]
+    first_user = next((u for u in users if not is_small_talk(u)), users[0])
+    current_cased = normalize_text(conv.current, lower=False)
+    return ContextView(
+        current=current_cased.lower(),
+        current_cased=current_cased,
+        history=tuple(history),
+        system_tail=masked_system[-settings.system_tail_chars:],
+        first_topic=key_points("user", first_user, settings),
+        history_hash=conv.history_hash(),
+        system_hash=hashlib.sha256(masked_system.encode("utf-8")).hexdigest(),
+        prior_turns=len(prior),
+    )

@@ -1,0 +1,177 @@
+"""Active entities: the names, numbers, dates and identifiers a request is about.
+
+Extraction runs on case-preserving normalised text (so "八千" is already
+"8000"), and every value is canonical, so two requests about the same thing
+yield equal entities and a changed number or name shows up as a set difference.
+
+    >>> [e.key for e in extract_entities("周末去杭州玩3天,预算5000元以内")]
+    ['name:杭州', 'num:3天', 'money:cny:5000']
+    >>> [e.key for e in extract_entities("Enable feature A in config.yaml for v2.1")]
+    ['name:a', 'code:config.yaml', 'version:2.1']
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff"
+
+
+@dataclass(frozen=True, order=True)
+class Entity:
+    """One entity: its kind and canonical value. ``key`` is what comparisons use."""
+
+    kind: str
+    value: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}:{self.value}"
+
+
+# Units after a number that make it a quantity worth comparing; value 1 with a
+# generic classifier ("1个", "a hotel") is dropped, it rarely carries a constraint.
+_UNITS = (
+    "小时|分钟|公里|公斤|千克|厘米|星期|天|晚|夜|人|位|个|家|间|张|本|次|年|月|号|秒|岁|斤|克|米|周|"
+    "条|份|杯|瓶|台|件|种|套|层|楼|站|倍|折|成|遍|部|首|篇|封|页|行|段|句|题|道|项|步|辆|星|%|"
+    "gb|mb|kb|tb|ms|km|kg|cm|mm|m|g|s|h|"
+    "days?|nights?|people|persons?|guests?|adults?|kids?|children|hours?|minutes?|mins?|seconds?|weeks?|"
+    "months?|years?|items?|rooms?|stars?|pages?|words?|lines?|steps?|times|tickets?|cores?|gpus?|"
+    "percent|miles?|meters?|replicas?|nodes?|points?|paragraphs?|sentences?|bullets?|examples?|ways?|tips?|options?"
+)
+_GENERIC_CLASSIFIERS = {"个", "种", "件", "条", "份", "次", "位", "本", "篇", "封", "段", "句", "道", "项", "家", "间", "张", "部", "首", "台", "辆", "套"}
+_MONEY = [
+    (re.compile(r"\$\s?(\d+(?:\.\d+)?)"), "usd"),
+    (re.compile(r"(\d+(?:\.\d+)?)元"), "cny"),
+    (re.compile(r"(\d+(?:\.\d+)?)\s*(?:欧元|eur|euros?)\b", re.I), "eur"),
+    (re.compile(r"€\s?(\d+(?:\.\d+)?)"), "eur"),
+    (re.compile(r"(\d+(?:\.\d+)?)\s*(?:英镑|gbp|pounds?)\b", re.I), "gbp"),
+    (re.compile(r"£\s?(\d+(?:\.\d+)?)"), "gbp"),
+    (re.compile(r"(\d+(?:\.\d+)?)\s*(?:日元|jpy|yen)\b", re.I), "jpy"),
+]
+_MONTHS = "jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec"
+_MONTH_NUM = {m: i for i, m in enumerate(_MONTHS.split("|"), 1)}
+_MONTH_NUM["sept"] = 9
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_DATES = [
+    (re.compile(r"(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})"), lambda m: f"{int(m[1])}-{int(m[2]):02d}-{int(m[3]):02d}"),
+    (re.compile(r"(?:(\d{4})年)?(\d{1,2})月(\d{1,2})[日号]"), lambda m: f"{m[1] or '*'}-{int(m[2]):02d}-{int(m[3]):02d}"),
+    (re.compile(rf"\b({_MONTHS})[a-z]*\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b", re.I),
+     lambda m: f"*-{_MONTH_NUM[m[1].lower()[:4] if m[1].lower().startswith('sept') else m[1].lower()[:3]]:02d}-{int(m[2]):02d}"),
+    (re.compile(r"周(\d)"), lambda m: f"weekday{m[1]}"),
+    (re.compile(rf"\b({'|'.join(_WEEKDAYS)})\b", re.I), lambda m: f"weekday{_WEEKDAYS.index(m[1].lower()) + 1}"),
+]
+# re.ASCII throughout: with Unicode \\w a CJK character counts as a word character,
+# so "版本3.11" or "订单48213" would have no word boundary before the number.
+_VERSION = re.compile(r"(?<![\w.])v?(\d+\.\d+(?:\.\d+)*)(?![\w.]*\d)", re.ASCII)
+_CODE = [re.compile(p, re.ASCII) for p in (
+    r"`([^`\n]{1,60})`",
+    r"(?<![\w.])(--?[a-zA-Z][\w-]+)",                                 # CLI flags
+    r"\b([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\(\))",                        # calls: foo(), a.b()
+    r"\b([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)\b",                           # dotted paths, file names
+    r"\b([a-z]+_[a-z0-9_]+)\b",                                         # snake_case
+    r"\b([a-z]+[A-Z][A-Za-z0-9]*)\b",                                   # camelCase
+    r"\b([A-Z][A-Z0-9]*_[A-Z0-9_]+|E\d{3,5}|[A-Z]{2,}\d+)\b",            # ERR_CODES, E1234
+)]
+# Chinese proper names by their suffix; the body may not contain function characters.
+_ZH_NAME_SUFFIX = ("大酒店|酒店|宾馆|饭店|旅馆|民宿|餐厅|餐馆|酒家|饭馆|公园|博物馆|纪念馆|美术馆|寺|塔|景区|大厦|广场|"
+                   "商场|购物中心|路|街|大街|胡同|站|机场|大学|医院|银行|公司|中心|湖|山|岛|古镇|故居|楼|宫|园|门|桥|"
+                   "方案|功能|版本|套餐|系统|模块|插件|模式")
+_STOP_CHARS = "的了着过和与或及在是有去到从把被让给对向往这那哪些个家位种么什怎吗呢吧啊呀请帮我你他她它们想要会能可以就都也还再很太最更多少几每荐绍订住找选逛玩看问"
+_ZH_SUFFIX = re.compile(f"(?:{_ZH_NAME_SUFFIX})")
+_ZH_RUN = re.compile(rf"[{_CJK}]+")
+_PLACES = tuple(
+    "北京 上海 天津 重庆 杭州 苏州 南京 广州 深圳 成都 西安 武汉 长沙 厦门 青岛 大连 沈阳 哈尔滨 昆明 大理 丽江 三亚 海口 "
+    "桂林 拉萨 乌鲁木齐 兰州 郑州 济南 合肥 福州 南昌 贵阳 南宁 太原 石家庄 呼和浩特 宁波 无锡 香港 澳门 台北 东京 大阪 "
+    "首尔 曼谷 新加坡 巴黎 伦敦 纽约 西湖 故宫 长城 颐和园 天安门 外滩 鼓浪屿 黄山 泰山 张家界 九寨沟 迪士尼".split()
+)
+_PLACE = re.compile("|".join(sorted(map(re.escape, _PLACES), key=len, reverse=True)))
+_LATIN_IN_ZH = re.compile(rf"(?:(?<=[{_CJK}])|^)([A-Za-z][A-Za-z0-9+#._-]*)(?=[{_CJK}\s,.!?]|$)")
+_CAPITALISED = re.compile(r"(?<=[a-z0-9,;:)] )([A-Z][a-zA-Z0-9]+(?:\s[A-Z][a-zA-Z0-9]+)*)")
+_SINGLE_CAP = re.compile(r"(?<![\w'])([A-Z])(?![\w'])")
+_QUOTED = re.compile(r'"([^"\n]{1,30})"')
+_NUM_UNIT = re.compile(rf"(?<![\w.])(\d+(?:\.\d+)?)\s*({_UNITS})(?![a-z])", re.I | re.ASCII)
+_BARE_NUM = re.compile(r"(?<![\w.$])(\d+(?:\.\d+)?)(?![\w.]|\.\d)", re.ASCII)
+_EN_STOP_CAPS = {"I", "I'm", "I'd", "I've", "I'll", "OK", "Please", "Thanks", "Hi", "Hello"}
+
+
+def _zh_names(text: str) -> list[tuple[int, int]]:
+    """Spans of Chinese proper names: within each run of CJK characters between
+    function characters, the longest stretch that ends in a name suffix
+    ("推荐入住西湖国宾馆" -> "西湖国宾馆", not "西湖")."""
+    spans = []
+    for run in _ZH_RUN.finditer(text):
+        piece_start = run.start()
+        for piece in re.split(f"([{_STOP_CHARS}])", run.group(0)):
+            if len(piece) >= 2 and piece not in _STOP_CHARS:
+                ends = [m.end() for m in _ZH_SUFFIX.finditer(piece) if m.start() > 0]
+                if ends:
+                    end = max(ends)
+                    spans.append((piece_start, piece_start + min(end, 12)))
+            piece_start += len(piece)
+    return spans
+
+
+def _is_zh(text: str) -> bool:
+    return any("\u4e00" <= ch <= "\u9fff" for ch in text)
+
+
+def extract_entities(text: str) -> list[Entity]:
+    """Entities of one case-preserving normalised text, in order of first appearance."""
+    found: list[tuple[int, Entity]] = []
+    taken: list[tuple[int, int]] = []
+
+    def take(start: int, end: int, entity: Entity) -> None:
+        if any(s < end and start < e for s, e in taken):
+            return
+        taken.append((start, end))
+        found.append((start, entity))
+
+    for pattern, cur in _MONEY:
+        for m in pattern.finditer(text):
+            take(m.start(), m.end(), Entity("money", f"{cur}:{float(m[1]):g}"))
+    for pattern, fmt in _DATES:
+        for m in pattern.finditer(text):
+            take(m.start(), m.end(), Entity("date", fmt(m)))
+    for pattern in _CODE:
+        for m in pattern.finditer(text):
+            value = m[1]
+            if _VERSION.fullmatch(value):
+                continue
+            take(m.start(1), m.end(1), Entity("code", value.lower()))
+    for m in _VERSION.finditer(text):
+        take(m.start(), m.end(), Entity("version", m[1]))
+    for m in _NUM_UNIT.finditer(text):
+        value, unit = float(m[1]), m[2].lower()
+        if value == 1 and unit in _GENERIC_CLASSIFIERS:
+            taken.append((m.start(), m.end()))
+            continue
+        unit = unit.rstrip("s") if len(unit) > 3 and unit.endswith("s") else unit
+        take(m.start(), m.end(), Entity("num", f"{value:g}{unit}"))
+    for m in _BARE_NUM.finditer(text):
+        take(m.start(), m.end(), Entity("num", f"{float(m[1]):g}"))
+    for m in _QUOTED.finditer(text):
+        take(m.start(1), m.end(1), Entity("name", m[1].strip().lower()))
+    for start, end in _zh_names(text):
+        take(start, end, Entity("name", text[start:end]))
+    for m in _PLACE.finditer(text):
+        take(m.start(), m.end(), Entity("name", m[0]))  # a known place is a name
+    if _is_zh(text):
+        for m in _LATIN_IN_ZH.finditer(text):
+            take(m.start(1), m.end(1), Entity("name", m[1].lower()))
+    else:
+        for m in _CAPITALISED.finditer(text):
+            if m[1] not in _EN_STOP_CAPS:
+                take(m.start(1), m.end(1), Entity("name", m[1].lower()))
+        for m in _SINGLE_CAP.finditer(text):
+            if m[1] not in ("I",) and not (m.start() == 0 and text[1:2] == " " and text[2:3].islower()):
+                take(m.start(1), m.end(1), Entity("name", m[1].lower()))
+    found.sort(key=lambda item: item[0])
+    seen: set[Entity] = set()
+    ordered = []
+    for _, entity in found:
+        if entity not in seen:
+            seen.add(entity)
+            ordered.append(entity)
+    return ordered

@@ -1,0 +1,63 @@
+"""Reference resolution: "那家酒店的早餐…" becomes "西湖国宾馆的早餐…" when the context names one hotel.
+
+Resolution is deliberately timid: a reference is rewritten only when the most
+recent context turn that names an entity of the referenced kind names exactly
+one. Otherwise the turn stays as written, and the context gate decides.
+
+    >>> resolve_references("那家酒店的早餐值不值得吃", ["推荐1家西湖边的酒店", "推荐西湖国宾馆,早餐丰富."])
+    '西湖国宾馆的早餐值不值得吃'
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+from smartcache.fingerprint.entities import Entity, extract_entities
+
+# Referenced noun -> the suffixes an entity of that kind ends with ('' = any name or place).
+_KINDS = {
+    "酒店": ("酒店", "宾馆", "饭店", "旅馆", "民宿"), "宾馆": ("酒店", "宾馆", "饭店", "旅馆", "民宿"),
+    "饭店": ("饭店", "酒店", "餐厅", "餐馆", "酒家"), "餐厅": ("餐厅", "餐馆", "饭店", "酒家", "饭馆"),
+    "餐馆": ("餐厅", "餐馆", "饭店", "酒家", "饭馆"), "店": ("酒店", "宾馆", "饭店", "餐厅", "餐馆", "酒家", "店"),
+    "景点": ("公园", "博物馆", "纪念馆", "寺", "塔", "宫", "园", "山", "湖", "景区", "古镇", "岛"),
+    "景区": ("景区", "公园", "山", "湖", "古镇", "岛"), "公园": ("公园", "园"), "博物馆": ("博物馆", "纪念馆", "美术馆"),
+    "方案": ("方案",), "功能": ("功能",), "版本": ("版本",), "套餐": ("套餐",),
+    "hotel": ("hotel", "inn", "resort"), "restaurant": ("restaurant", "bistro", "cafe"),
+    "": (),
+}
+_ZH_REF = re.compile(r"(?:那|这|该)(?:家|个|座|间|款|所|种)?(酒店|宾馆|饭店|餐厅|餐馆|景点|景区|公园|博物馆|方案|功能|版本|套餐|店)"
+                     r"|(?:那|这)家(?![\u4e00-\u9fff]{0,1}(?:酒店|宾馆|饭店|餐厅|餐馆|店))|它")
+_EN_REF = re.compile(r"\b(?:that|this|the same) (hotel|restaurant)\b|\b(?:that|this) one\b")
+
+
+def _matches(entity: Entity, suffixes: tuple[str, ...]) -> bool:
+    if entity.kind not in ("name", "place"):
+        return False
+    return not suffixes or entity.value.endswith(suffixes) or any(s in entity.value for s in suffixes)
+
+
+def _antecedent(noun: str, context: Sequence[str]) -> str | None:
+    suffixes = _KINDS.get(noun, ())
+    for turn in reversed(context):
+        found = [e for e in extract_entities(turn) if _matches(e, suffixes)]
+        if found:
+            unique = {e.value for e in found}
+            return found[0].value if len(unique) == 1 else None
+    return None
+
+
+def resolve_references(text: str, context: Sequence[str]) -> str:
+    """Rewrite noun-phrase references in ``text`` with their antecedent from ``context`` (oldest turn first)."""
+    if not context:
+        return text
+
+    def zh(match: re.Match[str]) -> str:
+        target = _antecedent(match.group(1) or "", context)
+        return target if target else match.group(0)
+
+    def en(match: re.Match[str]) -> str:
+        target = _antecedent(match.group(1) or "", context)
+        return target if target else match.group(0)
+
+    return _EN_REF.sub(en, _ZH_REF.sub(zh, text))

@@ -1,0 +1,215 @@
+"""Coarse tags of one normalised turn, by rules written for Chinese and English.
+
+Each detector is a small table of patterns, so a reader can see what fires:
+
+    >>> sorted(f.value for f in change_flags("不对,a方案不适用,改走b方案"))
+    ['correction', 'replacement']
+    >>> task_skeleton("退款申请多久能到账"), intent_domain("退款申请多久能到账")
+    ('how_long', 'support')
+    >>> is_time_sensitive("今天的汇率是多少"), is_time_sensitive("what is the current price of btc")
+    (True, True)
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+
+
+class ChangeFlag(str, enum.Enum):
+    """What the current turn does to the request before it."""
+
+    NEGATION = "negation"
+    ADDITION = "addition"
+    REMOVAL = "removal"
+    REPLACEMENT = "replacement"
+    CORRECTION = "correction"
+    RESET = "reset"
+
+
+def _rx(*parts: str) -> re.Pattern[str]:
+    return re.compile("|".join(parts), re.IGNORECASE)
+
+
+# Intent negation: "别开启", "不要", "don't". Not "打不通"/"can't" (a complaint, not a reversed ask).
+NEGATION = _rx(
+    r"(?<![特区分类级识告性个差离鉴辨])别(?![人墅的处])", r"(?<!要)不要", r"不用", r"无需", r"不需要", r"禁止", r"请勿",
+    r"不必", r"不想", r"不准", r"不许", r"切勿",
+    r"不(?:开启|打开|启用|使用|包括|包含|含|带|去|住|吃|加|选|订|买|装|安装|删除|保留|考虑|开|用)",
+    r"\bdon'?t\b", r"\bdo not\b", r"\bdoesn'?t\b", r"\bdoes not\b", r"\bnever\b", r"\bwithout\b", r"\bno need\b",
+    r"\bnot to\b", r"\bavoid\b", r"\bexclude\b", r"\bexcept\b", r"\bskip\b", r"\bnot\b(?! only)",
+)
+ADDITION = _rx(r"再加", r"加上", r"另外加", r"还要", r"增加(?!到)", r"添加", r"补充", r"多加", r"顺便加", r"加个", r"再来",
+               r"\balso add\b", r"\badd\b", r"\bplus\b", r"\binclude\b", r"\badditionally\b", r"\bas well\b",
+               r"\bon top of\b", r"\balso\b")
+REMOVAL = _rx(r"去掉", r"删除", r"删掉", r"移除", r"去除", r"不要了", r"拿掉", r"取消掉", r"省掉", r"\bremove\b",
+              r"\bdrop\b", r"\bdelete\b", r"\bget rid of\b", r"\bleave out\b", r"\bcut\b")
+REPLACEMENT = _rx(r"换成", r"改成", r"改为", r"替换", r"变成", r"提高到", r"提升到", r"增加到", r"降到", r"降低到", r"减少到",
+                  r"调整为", r"调整到", r"改到", r"改走", r"换到", r"换个", r"换一", r"升级到", r"升到", r"改用", r"放宽到",
+                  r"延长到", r"缩短到", r"改一下", r"如果是", r"要是",
+                  r"\binstead\b", r"\bchange (?:it |that |this |the \w+ )?to\b", r"\bswitch (?:it )?to\b",
+                  r"\breplace\b", r"\bmake it\b", r"\b(?:increase|raise|lower|reduce|bump|extend|cut|shorten) .{0,30}\bto\b",
+                  r"\bwhat if\b", r"\bhow about\b", r"\brather than\b", r"\bupgrade to\b")
+CORRECTION = _rx(r"不对", r"不是的", r"错了", r"搞错", r"说错", r"弄错", r"更正", r"纠正", r"我是说", r"我的意思是",
+                 r"不是.{1,20}而是", r"我说的是", r"理解错", r"不适用", r"行不通",
+                 r"\bthat'?s (?:wrong|not right|incorrect)\b", r"\bthat is (?:wrong|not right|incorrect)\b",
+                 r"\bincorrect\b", r"\bi meant\b", r"\bcorrection\b", r"\bscratch that\b", r"\bmy mistake\b",
+                 r"\bi made a mistake\b", r"\bno,? wait\b", r"\byou misunderstood\b", r"\bnot what i (?:asked|meant)\b",
+                 r"\bdoesn'?t apply\b", r"\bwon'?t work\b")
+RESET = _rx(r"重新开始", r"从头开始", r"重来", r"清空", r"忘掉之前", r"忘记之前", r"忽略之前", r"忽略上面", r"新的对话", r"新对话",
+            r"\bstart over\b", r"\breset\b", r"\bforget (?:everything|all|what i said|the above|previous|that)\b",
+            r"\bignore (?:all )?(?:previous|the above|everything)\b", r"\bnew conversation\b", r"\bfrom scratch\b",
+            r"\bclear the context\b", r"\bbegin again\b", r"\brestart\b")
+TOPIC_SWITCH = _rx(r"换个话题", r"另外问(?:一下|个)", r"另一个问题", r"顺便问", r"题外话", r"说点别的", r"不聊这个", r"问个别的",
+                   r"\bby the way\b", r"\bbtw\b", r"\bunrelated\b", r"\b(?:a )?different question\b",
+                   r"\banother question\b", r"\bchange of topic\b", r"\bswitching topics\b", r"\bon another note\b",
+                   r"\bnew topic\b")
+TIME_SENSITIVE = _rx(
+    r"今天", r"今日", r"今晚", r"明天", r"昨天", r"此刻", r"实时", r"最新", r"刚刚", r"汇率", r"股价", r"天气", r"新闻",
+    r"比分", r"行情", r"油价", r"金价", r"几点了", r"现在(?:几点|什么时间|是几号|的?(?:价格|汇率|天气|股价|行情|时间)|还有|开门|营业)",
+    r"\btoday\b", r"\btonight\b", r"\btomorrow\b", r"\byesterday\b", r"\blatest\b", r"\breal-?time\b",
+    r"\bright now\b", r"\bat the moment\b", r"\bstock price\b", r"\bexchange rate\b", r"\bweather\b", r"\bnews\b",
+    r"\bcurrent (?:price|time|weather|rate|score|status)\b", r"\bwhat time is it\b", r"\blive score\b",
+    r"\bthis (?:morning|afternoon|evening)\b",
+)
+REFERENCE = _rx(r"那家", r"这家", r"那个", r"这个", r"它", r"他们", r"那里", r"那儿", r"这里", r"上面", r"刚才", r"前面",
+                r"之前说的", r"同样的", r"那款", r"这款", r"该", r"那些", r"这些", r"那", r"此",
+                r"\bit\b", r"\bthat\b", r"\bthis\b", r"\bthose\b", r"\bthese\b", r"\bthey\b", r"\bthem\b", r"\bthere\b",
+                r"\bthe same\b", r"\babove\b", r"\bprevious\b", r"\bone\b")
+
+# Action pairs: asking for one side where the other was asked is a reversed intent.
+ANTONYMS: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = tuple(
+    (_rx(*a), _rx(*b)) for a, b in (
+        ((r"开启", r"打开", r"启用", r"开通", r"激活", r"\benable\b", r"\bturn on\b", r"\bswitch on\b", r"\bactivate\b"),
+         (r"关闭", r"关掉", r"禁用", r"停用", r"(?<!取消)注销", r"\bdisable\b", r"\bturn off\b", r"\bswitch off\b",
+          r"\bdeactivate\b")),
+        ((r"增加", r"提高", r"上调", r"调高", r"加大", r"\bincrease\b", r"\braise\b"),
+         (r"减少", r"降低", r"下调", r"调低", r"减小", r"\bdecrease\b", r"\breduce\b", r"\blower\b")),
+        ((r"上传", r"\bupload\b"), (r"下载", r"\bdownload\b")),
+        ((r"导入", r"\bimport\b"), (r"导出", r"\bexport\b")),
+        ((r"(?<!解)加密", r"\bencrypt\b"), (r"解密", r"\bdecrypt\b")),
+        ((r"(?<!卸)安装", r"\binstall\b"), (r"卸载", r"\buninstall\b")),
+        ((r"登录", r"登陆", r"\blog ?in\b", r"\bsign ?in\b"), (r"退出登录", r"登出", r"\blog ?out\b", r"\bsign ?out\b")),
+        ((r"购买", r"买入", r"\bbuy\b"), (r"卖出", r"出售", r"\bsell\b")),
+        ((r"(?<!取消)(?<!退)订阅", r"\bsubscribe\b"), (r"取消订阅", r"退订", r"\bunsubscribe\b")),
+        ((r"显示", r"\bshow\b"), (r"隐藏", r"\bhide\b")),
+        ((r"允许", r"\ballow\b"), (r"(?<!不)禁止", r"拒绝", r"\bdeny\b", r"\bblock\b")),
+        ((r"(?<!解)压缩", r"\bcompress\b", r"\bzip\b"), (r"解压", r"\bdecompress\b", r"\bunzip\b")),
+        ((r"(?<!解)锁定", r"\block\b"), (r"解锁", r"\bunlock\b")),
+        ((r"升序", r"\bascending\b"), (r"降序", r"\bdescending\b")),
+        ((r"之前", r"以前", r"\bbefore\b"), (r"之后", r"以后", r"\bafter\b")),
+        ((r"最大", r"最多", r"\bmax(?:imum)?\b"), (r"最小", r"最少", r"\bmin(?:imum)?\b")),
+        ((r"开始", r"启动", r"\bstart\b"), (r"停止", r"结束", r"\bstop\b")),
+        ((r"(?<!退)付款", r"支付"), (r"退款",)),
+    )
+)
+
+_DOMAINS: dict[str, re.Pattern[str]] = {
+    "medical": _rx(r"药", r"症状", r"生病", r"医生", r"看病", r"治疗", r"诊断", r"剂量", r"发烧", r"头痛", r"怀孕", r"血压",
+                   r"\bmedicine\b", r"\bsymptoms?\b", r"\bdisease\b", r"\bdoctor\b", r"\bdiagnos", r"\bdos(?:e|age)\b",
+                   r"\btreatment\b", r"\bpregnan", r"\bprescription\b", r"\bfever\b"),
+    "legal": _rx(r"合同", r"法律", r"律师", r"诉讼", r"起诉", r"违约", r"条款", r"赔偿", r"判决", r"仲裁", r"\blegal\b",
+                 r"\blawsuit\b", r"\blawyer\b", r"\bcontract\b", r"\bclause\b", r"\bliabilit", r"\bsue\b", r"\bcourt\b"),
+    "finance": _rx(r"股票", r"基金", r"投资", r"理财", r"贷款", r"利率", r"个税", r"报税", r"\bstocks?\b", r"\binvest",
+                   r"\bloan\b", r"\binterest rate\b", r"\btax(?:es)?\b", r"\bmortgage\b"),
+    "travel": _rx(r"酒店", r"宾馆", r"饭店", r"民宿", r"景点", r"景区", r"行程", r"旅游", r"旅行", r"攻略", r"机票", r"航班", r"高铁",
+                  r"火车", r"地铁", r"打车", r"出租车", r"门票", r"签证", r"自由行", r"一日游", r"餐厅", r"早餐", r"住宿",
+                  r"\bhotels?\b", r"\bflights?\b", r"\btrip\b", r"\btravel", r"\bitinerar", r"\bvisa\b", r"\bsightseeing\b",
+                  r"\battractions?\b", r"\btour\b", r"\bairport\b", r"\btrain\b", r"\bmetro\b", r"\btaxi\b",
+                  r"\brestaurants?\b", r"\bbreakfast\b", r"\bvacation\b"),
+    "support": _rx(r"退款", r"退货", r"换货", r"订单", r"物流", r"快递", r"发货", r"客服", r"售后", r"投诉", r"发票", r"保修",
+                   r"维修", r"账号", r"密码", r"会员", r"优惠券", r"积分", r"扣款", r"到账", r"\brefund", r"\breturn\b",
+                   r"\border\b", r"\bshipping\b", r"\bdelivery\b", r"\btracking\b", r"\bwarranty\b", r"\binvoice\b",
+                   r"\baccount\b", r"\bpassword\b", r"\bsubscription\b", r"\bcoupon\b", r"\bcharged?\b", r"\bcustomer service\b"),
+    "code": _rx(r"代码", r"函数", r"报错", r"异常", r"部署", r"迁移", r"编译", r"接口", r"数据库", r"服务器", r"脚本", r"调试",
+                r"\bpython\b", r"\bjava(?:script)?\b", r"\bdocker\b", r"\bkubernetes\b", r"\bk8s\b", r"\bgit\b", r"\bsql\b",
+                r"\bapi\b", r"\bbug\b", r"\berror\b", r"\bexception\b", r"\bdeploy", r"\bmigrat", r"\bcompil",
+                r"\bfunction\b", r"\bclass\b", r"\bmethod\b", r"\blibrary\b", r"\bnpm\b", r"\bpip\b", r"\blinux\b",
+                r"\bnginx\b", r"\bredis\b", r"\bcode\b", r"\bscript\b", r"\bdebug"),
+    "writing": _rx(r"改写", r"润色", r"翻译", r"邮件", r"文章", r"摘要", r"总结", r"段落", r"文案", r"标题", r"作文", r"简历",
+                   r"语气", r"\brewrite\b", r"\bpolish\b", r"\btranslat", r"\bemail\b", r"\bessay\b", r"\bsummar",
+                   r"\bparagraph\b", r"\bproofread\b", r"\bdraft\b", r"\bletter\b", r"\bresume\b", r"\btone\b"),
+}
+HIGH_RISK_DOMAINS = frozenset({"medical", "legal", "finance"})
+
+# Question types, most specific first; STRONG ones never match each other or the rest.
+_SKELETONS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("why", _rx(r"为什么", r"为何", r"怎么会", r"怎么回事", r"什么原因", r"原因", r"\bwhy\b", r"\bhow come\b", r"\breason\b")),
+    ("how_much", _rx(r"多少钱", r"价格", r"费用", r"多贵", r"收费", r"价钱", r"\bhow much\b", r"\bprice\b", r"\bcost\b",
+                     r"\bfees?\b")),
+    ("how_long", _rx(r"多久", r"多长时间", r"什么时候", r"何时", r"几天能", r"\bhow long\b", r"\bwhen\b", r"\bwhat time\b")),
+    ("where", _rx(r"哪里", r"在哪", r"哪儿", r"什么地方", r"\bwhere\b")),
+    ("who", _rx(r"(?<!什)谁", r"\bwho\b")),
+    ("compare", _rx(r"区别", r"对比", r"比较", r"哪个好", r"哪个更", r"\bvs\.?\b", r"\bdifference\b", r"\bcompare\b",
+                    r"\bbetter\b")),
+    ("recommend", _rx(r"推荐", r"建议", r"\brecommend", r"\bsuggest")),
+    ("write", _rx(r"写", r"生成", r"起草", r"改写", r"润色", r"翻译", r"\bwrite\b", r"\bdraft\b", r"\brewrite\b",
+                  r"\btranslate\b", r"\bgenerate\b", r"\bcompose\b")),
+    ("how", _rx(r"怎么", r"如何", r"怎样", r"步骤", r"方法", r"\bhow\b", r"\bsteps\b", r"\bway to\b")),
+    ("explain", _rx(r"什么是", r"是什么", r"解释", r"介绍", r"\bwhat is\b", r"\bwhat's\b", r"\bexplain\b", r"\bdescribe\b")),
+    ("yes_no", _rx(r"吗", r"能不能", r"可不可以", r"是否", r"有没有", r"\bcan i\b", r"\bis it\b", r"\bdoes\b", r"\bshould i\b",
+                   r"\bis there\b", r"\bdo you\b")),
+)
+STRONG_SKELETONS = frozenset({"why", "how_much", "how_long", "where", "who", "compare"})
+
+
+def change_flags(text: str) -> frozenset[ChangeFlag]:
+    """Which change markers a normalised turn carries."""
+    flags = set()
+    for flag, pattern in ((ChangeFlag.NEGATION, NEGATION), (ChangeFlag.ADDITION, ADDITION),
+                          (ChangeFlag.REMOVAL, REMOVAL), (ChangeFlag.REPLACEMENT, REPLACEMENT),
+                          (ChangeFlag.CORRECTION, CORRECTION), (ChangeFlag.RESET, RESET)):
+        if pattern.search(text):
+            flags.add(flag)
+    return frozenset(flags)
+
+
+def negation_count(text: str) -> int:
+    """How many intent negations a turn holds; parity differing between two turns is a reversal."""
+    return len(NEGATION.findall(text))
+
+
+def action_sides(text: str) -> tuple[int, ...]:
+    """For each antonym pair: +1 if only the first side is asked, -1 only the second, 0 otherwise."""
+    sides = []
+    for first, second in ANTONYMS:
+        # Remove the second side first: "uninstall" contains "install", "取消订阅" contains "订阅".
+        has_second = bool(second.search(text))
+        has_first = bool(first.search(second.sub(" ", text)))
+        sides.append(1 if has_first and not has_second else -1 if has_second and not has_first else 0)
+    return tuple(sides)
+
+
+def intent_domain(text: str) -> str:
+    """The domain with the most keyword hits; 'general' when none fires."""
+    best, best_hits = "general", 0
+    for domain, pattern in _DOMAINS.items():
+        hits = len(pattern.findall(text))
+        if hits > best_hits:
+            best, best_hits = domain, hits
+    return best
+
+
+def task_skeleton(text: str) -> str:
+    """The question type of a turn ('why', 'how', 'write', ...; 'other' when none)."""
+    for name, pattern in _SKELETONS:
+        if pattern.search(text):
+            return name
+    return "other"
+
+
+def skeletons_conflict(a: str, b: str) -> bool:
+    """True when two question types ask for different things (a 'why' is never a 'how much')."""
+    return a != b and (a in STRONG_SKELETONS or b in STRONG_SKELETONS)
+
+
+def is_time_sensitive(text: str) -> bool:
+    return bool(TIME_SENSITIVE.search(text))
+
+
+def has_reference(text: str) -> bool:
+    return bool(REFERENCE.search(text))
+
+
+def announces_topic_switch(text: str) -> bool:
+    return bool(TOPIC_SWITCH.search(text))
