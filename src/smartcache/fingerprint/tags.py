@@ -32,12 +32,14 @@ def _rx(*parts: str) -> re.Pattern[str]:
 
 
 # Intent negation: "别开启", "不要", "don't". Not "打不通"/"can't" (a complaint, not a reversed ask).
+_BOUND = r"(?!超过|超出|超|高于|低于|多于|少于|太)"   # "别超过五千" states a limit, it reverses nothing
 NEGATION = _rx(
-    r"(?<![特区分类级识告性个差离鉴辨])别(?![人墅的处])", r"(?<!要)不要", r"不用", r"无需", r"不需要", r"禁止", r"请勿",
+    rf"(?<![特区分类级识告性个差离鉴辨])别(?![人墅的处]){_BOUND}", rf"(?<!要)不要{_BOUND}", r"不用", r"无需", r"不需要", r"禁止", r"请勿",
     r"不必", r"不想", r"不准", r"不许", r"切勿",
     r"不(?:开启|打开|启用|使用|包括|包含|含|带|去|住|吃|加|选|订|买|装|安装|删除|保留|考虑|开|用)",
     r"\bdon'?t\b", r"\bdo not\b", r"\bdoesn'?t\b", r"\bdoes not\b", r"\bnever\b", r"\bwithout\b", r"\bno need\b",
-    r"\bnot to\b", r"\bavoid\b", r"\bexclude\b", r"\bexcept\b", r"\bskip\b", r"\bnot\b(?! only)",
+    r"\bnot to\b", r"\bavoid\b", r"\bexclude\b", r"\bexcept\b", r"\bskip\b",
+    r"\bnot\b(?! only| more| less| over| under| exceed| too)",
 )
 ADDITION = _rx(r"再加", r"加上", r"另外加", r"还要", r"增加(?!到)", r"添加", r"补充", r"多加", r"顺便加", r"加个", r"再来",
                r"\balso add\b", r"\badd\b", r"\bplus\b", r"\binclude\b", r"\badditionally\b", r"\bas well\b",
@@ -57,9 +59,10 @@ CORRECTION = _rx(r"不对", r"不是的", r"错了", r"搞错", r"说错", r"弄
                  r"\bi made a mistake\b", r"\bno,? wait\b", r"\byou misunderstood\b", r"\bnot what i (?:asked|meant)\b",
                  r"\bdoesn'?t apply\b", r"\bwon'?t work\b")
 RESET = _rx(r"重新开始", r"从头开始", r"重来", r"清空", r"忘掉之前", r"忘记之前", r"忽略之前", r"忽略上面", r"新的对话", r"新对话",
-            r"\bstart over\b", r"\breset\b", r"\bforget (?:everything|all|what i said|the above|previous|that)\b",
+            r"\bstart over\b", r"\bforget (?:everything|all|what i said|the above|previous|that)\b",
             r"\bignore (?:all )?(?:previous|the above|everything)\b", r"\bnew conversation\b", r"\bfrom scratch\b",
-            r"\bclear the context\b", r"\bbegin again\b", r"\brestart\b")
+            r"\bclear the context\b", r"\bbegin again\b",
+            r"\b(?:reset|restart) (?:the |this |our )?(?:conversation|chat|context|session)\b", r"\blet'?s reset\b")
 TOPIC_SWITCH = _rx(r"换个话题", r"另外问(?:一下|个)", r"另一个问题", r"顺便问", r"题外话", r"说点别的", r"不聊这个", r"问个别的",
                    r"\bby the way\b", r"\bbtw\b", r"\bunrelated\b", r"\b(?:a )?different question\b",
                    r"\banother question\b", r"\bchange of topic\b", r"\bswitching topics\b", r"\bon another note\b",
@@ -137,7 +140,7 @@ _SKELETONS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("why", _rx(r"为什么", r"为何", r"怎么会", r"怎么回事", r"什么原因", r"原因", r"\bwhy\b", r"\bhow come\b", r"\breason\b")),
     ("how_much", _rx(r"多少钱", r"价格", r"费用", r"多贵", r"收费", r"价钱", r"\bhow much\b", r"\bprice\b", r"\bcost\b",
                      r"\bfees?\b")),
-    ("how_long", _rx(r"多久", r"多长时间", r"什么时候", r"何时", r"几天能", r"\bhow long\b", r"\bwhen\b", r"\bwhat time\b")),
+    ("how_long", _rx(r"多久", r"多长时间", r"什么时候", r"何时", r"几天", r"多少天", r"几个小时", r"\bhow long\b", r"\bwhen\b", r"\bwhat time\b")),
     ("where", _rx(r"哪里", r"在哪", r"哪儿", r"什么地方", r"\bwhere\b")),
     ("who", _rx(r"(?<!什)谁", r"\bwho\b")),
     ("compare", _rx(r"区别", r"对比", r"比较", r"哪个好", r"哪个更", r"\bvs\.?\b", r"\bdifference\b", r"\bcompare\b",
@@ -181,12 +184,15 @@ def action_sides(text: str) -> tuple[int, ...]:
 
 
 def intent_domain(text: str) -> str:
-    """The domain with the most keyword hits; 'general' when none fires."""
-    best, best_hits = "general", 0
+    """The domain with the most keyword hits; 'general' when none fires. Ties go to the
+    keyword that comes last: the head noun ("投诉邮件" is an email, not a complaint)."""
+    best, best_score = "general", (0, -1)
     for domain, pattern in _DOMAINS.items():
-        hits = len(pattern.findall(text))
-        if hits > best_hits:
-            best, best_hits = domain, hits
+        matches = list(pattern.finditer(text))
+        if matches:
+            score = (len(matches), matches[-1].end())
+            if score > best_score:
+                best, best_score = domain, score
     return best
 
 

@@ -1,0 +1,20 @@
+"""SmartCache: a context-aware semantic cache for multi-turn LLM inference.
+
+The pipeline, one package per stage: context -> fingerprint -> store -> decide
+-> lifecycle; ``SmartCache`` ties them together. See README.md.
+"""
+
+from smartcache.cache import CacheStats, SmartCache, StoreResult
+from smartcache.config import CacheConfig, LifecycleConfig, load_config
+from smartcache.decide import Decision, Reason, Scores, Zone
+from smartcache.errors import (
+    ConfigError, EncoderError, EncoderUnavailable, EntryNotFound, InvalidRequest, SmartCacheError, StoreError,
+)
+from smartcache.store import EntryState, Scope, VersionKey
+
+__all__ = [
+    "SmartCache", "CacheStats", "StoreResult", "CacheConfig", "LifecycleConfig", "load_config", "Decision",
+    "Reason", "Scores", "Zone", "ConfigError", "EncoderError", "EncoderUnavailable", "EntryNotFound",
+    "InvalidRequest", "SmartCacheError", "StoreError", "EntryState", "Scope", "VersionKey",
+]
+__version__ = "0.1.0"

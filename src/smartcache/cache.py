@@ -1,0 +1,247 @@
+"""SmartCache: the library API, in the spirit of RedisVL's semantic cache.
+
+    >>> cache = SmartCache()                                   # embedded defaults
+    >>> cache.store(messages, answer, session="s1")            # written as pending
+    >>> cache.promote(entry_id)                                # or wait out the window
+    >>> decision = cache.lookup(messages2, session="s1")
+    >>> decision.zone, decision.answer, decision.reasons
+
+One request runs the pipeline context -> fingerprint -> index -> decide, and
+the cache applies the lifecycle effects the decision implies (a correction
+invalidates the session, a hit is counted, a failed validation lowers the
+entry's weight). Store faults fail open: the lookup becomes a miss with a
+``store_error`` reason, and is counted.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from smartcache.config import CacheConfig, load_config
+from smartcache.context import build_view, parse_messages
+from smartcache.decide import Decider, Decision, Reason, Zone, key_facts
+from smartcache.errors import InvalidRequest, StoreError
+from smartcache.fingerprint import ChangeFlag, Encoder, Fingerprint, Fingerprinter, MemoEncoder, shared_encoder
+from smartcache.lifecycle import FeedbackResult, Lifecycle
+from smartcache.store import Answer, Entry, EntryId, EntryState, MemoryStore, Scope, SearchFilter, Store, VersionKey
+
+log = logging.getLogger("smartcache")
+
+
+@dataclass(frozen=True)
+class StoreResult:
+    stored: bool
+    cache_id: str | None
+    state: EntryState | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    entries: int
+    by_state: Mapping[str, int]
+    lookups: int
+    by_zone: Mapping[str, int]
+    hit_rate: float
+    stores: int
+    store_refusals: int
+    store_errors: int
+    invalidations: int
+    evicted: int
+    encoder: str
+    memo_hits: int
+    memo_misses: int
+
+
+def _check_id(value: object, what: str, *, required: bool) -> str | None:
+    if value is None:
+        if required:
+            raise InvalidRequest(f"{what} is required")
+        return None
+    if not isinstance(value, str) or not value or len(value) > 256:
+        raise InvalidRequest(f"{what} must be a non-empty string of at most 256 characters")
+    return value
+
+
+class SmartCache:
+    """A context-aware semantic cache. Thread-safe; build one per process and share it."""
+
+    def __init__(self, config: CacheConfig | None = None, *, encoder: Encoder | None = None,
+                 store: Store | None = None, clock: Callable[[], float] = time.time) -> None:
+        self.config = config or load_config()
+        base = encoder or shared_encoder(self.config.encoder)
+        self.encoder = MemoEncoder(base, self.config.memo_size)
+        self.backend = store if store is not None else MemoryStore(base.dim)
+        self.clock = clock
+        self.lifecycle = Lifecycle(self.backend, self.config.lifecycle, clock)
+        self.fingerprinter = Fingerprinter(self.encoder, topic_threshold=self.config.topic_threshold)
+        self.decider = Decider(self.config.table_for(base.name), disabled_domains=self.config.disabled_domains,
+                               validate=self.config.use_validation)
+        self._counts: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    # -- the pipeline -----------------------------------------------------------------
+
+    def fingerprint(self, messages: Any, *, versions: Mapping[str, object] | None = None
+                    ) -> tuple[Fingerprint, VersionKey]:
+        """Run the context and fingerprint stages (no lookup); raises InvalidRequest on bad input."""
+        view = build_view(parse_messages(messages), self.config.context)
+        return self.fingerprinter.fingerprint(view), VersionKey.from_mapping(versions, system_prompt=view.system_hash)
+
+    def lookup(self, messages: Any, *, session: str | None = None, tenant: str = "default",
+               versions: Mapping[str, object] | None = None) -> Decision:
+        """Decide hit / half-hit / miss for a request. Never writes an entry."""
+        session = _check_id(session, "session", required=False)
+        tenant = _check_id(tenant, "tenant", required=True)  # type: ignore[assignment]
+        fp, version = self.fingerprint(messages, versions=versions)
+        self.lifecycle.tick()
+        gate = self.decider.gate(fp)
+        if gate is not None and gate.reason.code in ("reset", "correction") and session is not None:
+            # The session's earlier answers no longer stand; nothing of them may be served again.
+            gone = self.lifecycle.invalidate(tenant=tenant, session_id=session, before=self.clock())
+            self._count("invalidations", gone)
+        try:
+            flt = SearchFilter(tenant=tenant, version_key=version.digest(), session_id=session,
+                               domain=fp.signature.domain, now=self.clock(),
+                               feedback_floor=self.config.lifecycle.feedback_floor)
+            candidates = [] if gate is not None else self.backend.search(flt, fp.turn_vector, self.config.top_k)
+            continued = [] if gate is not None or session is None else [
+                e for e in self.backend.find(tenant=tenant, session_id=session,
+                                           conversation_hash=fp.signature.history_hash)
+                if flt.admits(e) or e.state is EntryState.PENDING and e.version_key == flt.version_key
+            ]
+        except StoreError as exc:
+            log.error("smartcache store failed during lookup, serving from the engine: %s", exc)
+            self._count("store_errors")
+            return self._counted(Decision(Zone.MISS, (Reason("store_error", str(exc)),), cacheable=False))
+        decision = self.decider.decide(fp, candidates, continued)
+        if decision.zone is Zone.HIT and decision.entry is not None:
+            self.lifecycle.record_hit(decision.entry.cache_id)
+        if decision.has_reason("validation_failed") and decision.entry is not None:
+            self.lifecycle.penalise(decision.entry.cache_id)
+        return self._counted(decision)
+
+    def store(self, messages: Any, answer: str, *, session: str | None = None, tenant: str = "default",
+              versions: Mapping[str, object] | None = None, scope: str = "session", ttl: float | None = None,
+              prompt_tokens: int = 0) -> StoreResult:
+        """Write the answer given to ``messages`` as a PENDING entry (not servable until promoted).
+
+        Call it only once the answer is complete. Refuses (``stored=False``) what must
+        never be cached: time-sensitive or high-risk requests, empty answers, tool calls.
+        """
+        session = _check_id(session, "session", required=False)
+        tenant = _check_id(tenant, "tenant", required=True)  # type: ignore[assignment]
+        if not isinstance(answer, str):
+            raise InvalidRequest("answer must be a string")
+        try:
+            scope_value = Scope(scope)
+        except ValueError:
+            raise InvalidRequest(f"scope must be 'session' or 'global', got {scope!r}") from None
+        if scope_value is Scope.SESSION and session is None:
+            raise InvalidRequest("a session-scoped entry needs a session id")
+        if ttl is not None and (not isinstance(ttl, (int, float)) or ttl <= 0):
+            raise InvalidRequest("ttl must be a positive number of seconds")
+        conv = parse_messages(messages)
+        fp, version = self.fingerprint(messages, versions=versions)
+        refusal = self._refusal(fp, answer, conv.has_tool_calls)
+        if refusal:
+            self._count("store_refusals")
+            return StoreResult(False, None, None, refusal)
+        now = self.clock()
+        entry = Entry(
+            cache_id=EntryId(uuid.uuid4().hex),
+            scope=scope_value,
+            tenant=tenant,
+            session_id=session or "",
+            version_key=version.digest(),
+            context_fingerprint=fp.context_key(version.digest()),
+            signature=fp.signature,
+            turn_vector=fp.turn_vector,
+            context_vector=fp.context_vector,
+            prefix_hash=fp.signature.history_hash,
+            conversation_hash=conv.conversation_hash(answer),
+            answer=Answer(answer, key_facts(answer)),
+            state=EntryState.PENDING,
+            created_at=now,
+            expires_at=now + (ttl if ttl is not None else self.config.lifecycle.ttl_for(fp.signature.domain)),
+            domain=fp.signature.domain,
+            prompt_tokens=int(prompt_tokens),
+        )
+        try:
+            self.lifecycle.admit(entry)
+        except StoreError as exc:
+            log.error("smartcache store failed during write, answer not cached: %s", exc)
+            self._count("store_errors")
+            return StoreResult(False, None, None, f"store_error: {exc}")
+        self._count("stores")
+        return StoreResult(True, entry.cache_id, entry.state, "written as pending")
+
+    def _refusal(self, fp: Fingerprint, answer: str, tool_calls: bool) -> str | None:
+        if not answer.strip():
+            return "empty_answer"
+        if tool_calls:
+            return "tool_calls"
+        gate = self.decider.gate(fp)
+        if gate is not None and not gate.cacheable:
+            return gate.reason.code
+        if ChangeFlag.CORRECTION in fp.signature.flags and not fp.signature.has_context:
+            return "correction"
+        return None
+
+    # -- lifecycle and admin ----------------------------------------------------------
+
+    def promote(self, cache_id: str, *, to_global: bool = False) -> Entry:
+        """Make a pending entry servable now (``to_global``: into the tenant's global pool)."""
+        return self.lifecycle.promote(cache_id, to_global=to_global)
+
+    def feedback(self, cache_id: str, kind: str) -> FeedbackResult:
+        """'positive', 'negative' or 'regenerate' for the answer of ``cache_id``."""
+        return self.lifecycle.feedback(cache_id, kind)
+
+    def invalidate(self, *, tenant: str = "default", session: str | None = None,
+                   versions: Mapping[str, object] | None = None, system_prompt: str = "",
+                   cache_id: str | None = None) -> int:
+        """Invalidate one entry, a session's entries, or every entry under a version key
+        (``versions`` plus the system prompt text the requests carried)."""
+        tenant = _check_id(tenant, "tenant", required=True)  # type: ignore[assignment]
+        version_key = None
+        if versions is not None:
+            view_hash = build_view(parse_messages([{"role": "system", "content": system_prompt},
+                                                   {"role": "user", "content": "-"}])).system_hash
+            version_key = VersionKey.from_mapping(versions, system_prompt=view_hash).digest()
+        count = self.lifecycle.invalidate(tenant=tenant, session_id=session, version_key=version_key,
+                                          cache_id=cache_id)
+        self._count("invalidations", count)
+        return count
+
+    def get(self, cache_id: str) -> Entry | None:
+        return self.backend.get(cache_id)
+
+    def stats(self) -> CacheStats:
+        states = Counter(e.state.value for e in self.backend)
+        with self._lock:
+            counts = dict(self._counts)
+        zones = {z.value: counts.get(f"zone.{z.value}", 0) for z in Zone}
+        lookups = sum(zones.values())
+        return CacheStats(
+            entries=len(self.backend), by_state={s.value: states.get(s.value, 0) for s in EntryState},
+            lookups=lookups, by_zone=zones, hit_rate=zones["hit"] / lookups if lookups else 0.0,
+            stores=counts.get("stores", 0), store_refusals=counts.get("store_refusals", 0),
+            store_errors=counts.get("store_errors", 0), invalidations=counts.get("invalidations", 0),
+            evicted=self.lifecycle.evicted, encoder=self.encoder.name,
+            memo_hits=self.encoder.hits, memo_misses=self.encoder.misses,
+        )
+
+    def _count(self, key: str, n: int = 1) -> None:
+        with self._lock:
+            self._counts[key] += n
+
+    def _counted(self, decision: Decision) -> Decision:
+        self._count(f"zone.{decision.zone.value}")
+        return decision

@@ -1,0 +1,130 @@
+"""The decide stage: candidates in, one Decision out.
+
+Order matters and is the design: requests that must never be served from cache
+(time-sensitive, high-risk, resets, corrections) are settled before any vector
+is looked at; a topic switch drops the session's entries; then each candidate
+is judged, the best zone wins, and a hit must still pass key-fact validation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from smartcache.decide.decision import Decision, Reason, Scores, Zone
+from smartcache.decide.match import Judgement, judge
+from smartcache.decide.thresholds import ThresholdTable
+from smartcache.decide.validate import check_answer, constraints_of
+from smartcache.fingerprint import HIGH_RISK_DOMAINS, ChangeFlag, Fingerprint
+from smartcache.store import Entry, Scope, ScoredEntry
+
+_MODIFY = frozenset({ChangeFlag.ADDITION, ChangeFlag.REMOVAL, ChangeFlag.REPLACEMENT})
+
+
+@dataclass(frozen=True)
+class Gate:
+    """A verdict reached before any candidate is scored."""
+
+    zone: Zone
+    reason: Reason
+    cacheable: bool
+
+
+def tier_of(domain: str) -> str:
+    return "high" if domain in HIGH_RISK_DOMAINS else "medium" if domain in ("support", "code") else "low"
+
+
+class Decider:
+    """Turns a fingerprint and its candidates into a Decision. Stateless; the cache applies effects."""
+
+    def __init__(self, table: ThresholdTable, *, disabled_domains: Iterable[str] = HIGH_RISK_DOMAINS,
+                 validate: bool = True) -> None:
+        self.table = table
+        self.disabled_domains = frozenset(disabled_domains)
+        self.validate = validate
+
+    def gate(self, fp: Fingerprint) -> Gate | None:
+        """Settle requests that must not be served from cache whatever the candidates."""
+        flags = fp.signature.flags
+        if fp.time_sensitive:
+            return Gate(Zone.MISS, Reason("time_sensitive", "the answer depends on the current time"), False)
+        if fp.signature.domain in self.disabled_domains:
+            return Gate(Zone.MISS, Reason("domain_disabled", f"caching is off for {fp.signature.domain!r}"), False)
+        if ChangeFlag.RESET in flags:
+            return Gate(Zone.MISS, Reason("reset", "the user restarts the conversation"), True)
+        if ChangeFlag.CORRECTION in flags:
+            return Gate(Zone.MISS, Reason("correction", "the user corrects an earlier answer"), True)
+        return None
+
+    def decide(self, fp: Fingerprint, candidates: Sequence[ScoredEntry],
+               continued: Sequence[Entry] = ()) -> Decision:
+        """``candidates``: the pre-filtered vector top-k; ``continued``: entries whose whole
+        conversation is this request's history (the previous turn, if cached)."""
+        gate = self.gate(fp)
+        if gate is not None:
+            return Decision(gate.zone, (gate.reason,), cacheable=gate.cacheable)
+        reasons: list[Reason] = []
+        if fp.topic_switch:
+            # The history no longer applies: only context-free (global) entries stay in play.
+            candidates = [c for c in candidates if c.entry.scope is Scope.GLOBAL]
+            reasons.append(Reason("topic_switch", "the turn leaves the conversation's topic"))
+            continued = ()
+        limits = self.table.for_domain(fp.signature.domain, tier_of(fp.signature.domain))
+        judged = [(c.entry, judge(fp, c.entry, c.similarity, limits)) for c in candidates]
+        rank = {Zone.HIT: 2, Zone.HALF_HIT: 1, Zone.MISS: 0}
+        judged.sort(key=lambda item: (rank[item[1].zone], item[1].turn), reverse=True)
+
+        for entry, verdict in judged:
+            if verdict.zone is not Zone.HIT:
+                break
+            problems = self._validate(fp, entry)
+            if not problems:
+                return Decision(Zone.HIT, tuple(reasons) + verdict.reasons, entry,
+                                Scores(verdict.turn, verdict.context), verify=entry.state.value == "suspect",
+                                candidates=len(candidates))
+            # The answer's facts contradict this request: the history still holds, the answer does not.
+            return Decision(Zone.HALF_HIT, tuple(reasons) + verdict.reasons + tuple(
+                Reason("validation_failed", p, entry.cache_id) for p in problems), entry,
+                Scores(verdict.turn, verdict.context), candidates=len(candidates))
+
+        half = next(((e, v) for e, v in judged if v.zone is Zone.HALF_HIT), None)
+        if half is not None:
+            entry, verdict = half
+            return Decision(Zone.HALF_HIT, tuple(reasons) + verdict.reasons, entry,
+                            Scores(verdict.turn, verdict.context), candidates=len(candidates))
+        follow_up = self._continuation(fp, continued)
+        if follow_up is not None:
+            entry, reason = follow_up
+            return Decision(Zone.HALF_HIT, tuple(reasons) + (reason,), entry, Scores(None, 1.0),
+                            candidates=len(candidates))
+        if judged:
+            entry, verdict = judged[0]
+            return Decision(Zone.MISS, tuple(reasons) + verdict.reasons, None,
+                            Scores(verdict.turn, verdict.context), candidates=len(candidates))
+        return Decision(Zone.MISS, tuple(reasons) + (Reason("no_candidate", "nothing cached in this scope"),),
+                        candidates=0)
+
+    def _continuation(self, fp: Fingerprint, continued: Sequence[Entry]) -> tuple[Entry, Reason] | None:
+        """A follow-up that changes a condition of the cached previous turn: its history is
+        that turn's whole conversation, so the prefix is reusable but the answer is not."""
+        if not continued:
+            return None
+        entry = continued[0]
+        probe = fp.signature
+        changed_entities = set(probe.entities) - set(entry.signature.entities) - probe.context_entities
+        if probe.flags & _MODIFY:
+            flags = sorted(f.value for f in probe.flags & _MODIFY)
+            return entry, Reason("constraint_change", f"follow-up modifies the previous request: {flags}",
+                                 entry.cache_id)
+        if changed_entities and probe.negations == 0 and len(probe.text) <= 40:
+            return entry, Reason("constraint_change", f"follow-up sets {sorted(changed_entities)}", entry.cache_id)
+        return None
+
+    def _validate(self, fp: Fingerprint, entry: Entry) -> list[str]:
+        if not self.validate:
+            return []
+        user_turns = [t.text for t in fp.view.history if t.role == "user"] + [fp.signature.text]
+        return check_answer(constraints_of(user_turns), entry.answer.text)
+
+
+__all__ = ["Decider", "Gate", "Judgement", "tier_of"]

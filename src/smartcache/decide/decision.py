@@ -1,0 +1,75 @@
+"""The Decision value: a zone, the entry it refers to, the scores, and every reason.
+
+Reasons are typed (a code a test or a metric can match, plus a human detail),
+so every hit — and every refusal — can be explained.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from smartcache.store import Entry
+
+
+class Zone(str, enum.Enum):
+    HIT = "hit"            # serve the cached answer
+    HALF_HIT = "half_hit"  # forward to the engine; the history prefix is still valid and reused
+    MISS = "miss"          # forward; nothing of the cache is used
+
+
+@dataclass(frozen=True)
+class Reason:
+    """One rule that fired: ``code`` is stable (tests and metrics use it), ``detail`` is for people."""
+
+    code: str
+    detail: str = ""
+    entry_id: str | None = None
+
+    def __str__(self) -> str:
+        where = f" [{self.entry_id}]" if self.entry_id else ""
+        return f"{self.code}{where}: {self.detail}" if self.detail else f"{self.code}{where}"
+
+
+@dataclass(frozen=True)
+class Scores:
+    turn: float | None = None      # cosine of the current turns
+    context: float | None = None   # cosine of the contexts (1.0 when histories are byte-identical)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What to do with one request.
+
+    ``entry`` is the served entry on a hit and the entry whose history is reused
+    on a half-hit. ``cacheable`` says whether the answer to this request may be
+    written afterwards; ``verify`` asks the caller to check a served answer
+    in the background (suspect entries).
+    """
+
+    zone: Zone
+    reasons: tuple[Reason, ...]
+    entry: Entry | None = None
+    scores: Scores = field(default_factory=Scores)
+    cacheable: bool = True
+    verify: bool = False
+    candidates: int = 0
+
+    @property
+    def answer(self) -> str | None:
+        return self.entry.answer.text if self.entry is not None and self.zone is Zone.HIT else None
+
+    def has_reason(self, code: str) -> bool:
+        return any(r.code == code for r in self.reasons)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "zone": self.zone.value,
+            "entry": self.entry.cache_id if self.entry is not None else None,
+            "answer": self.answer,
+            "scores": {"turn": self.scores.turn, "context": self.scores.context},
+            "reasons": [{"code": r.code, "detail": r.detail, "entry": r.entry_id} for r in self.reasons],
+            "cacheable": self.cacheable,
+            "verify": self.verify,
+            "candidates": self.candidates,
+        }

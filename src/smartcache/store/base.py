@@ -1,0 +1,191 @@
+"""Cache entries and the store contract.
+
+A store holds entries and answers filtered vector searches. The filter is part
+of the search, not applied afterwards: scope (tenant + session, or the tenant's
+global pool), the version key and servability are checked before any vector is
+scored, so an entry of another tenant or session can never be returned.
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+import hashlib
+import json
+from dataclasses import dataclass, field, replace
+from typing import Iterable, Iterator, Mapping, NewType
+
+import numpy as np
+
+from smartcache.errors import InvalidRequest
+from smartcache.fingerprint import Signature
+
+EntryId = NewType("EntryId", str)
+VersionKeyHash = NewType("VersionKeyHash", str)
+
+
+class EntryState(str, enum.Enum):
+    PENDING = "pending"    # written, waiting out the promotion window; never served
+    READY = "ready"        # servable
+    SUSPECT = "suspect"    # servable, but every hit should be verified in the background
+    FROZEN = "frozen"      # pinned by an operator: servable, never evicted or expired
+    INVALID = "invalid"    # never served again; purged lazily
+
+    @property
+    def servable(self) -> bool:
+        return self in (EntryState.READY, EntryState.SUSPECT, EntryState.FROZEN)
+
+
+class Scope(str, enum.Enum):
+    SESSION = "session"    # visible to the session that wrote it
+    GLOBAL = "global"      # visible to every session of the tenant (explicit promotion only)
+
+
+@dataclass(frozen=True)
+class VersionKey:
+    """What an answer was produced with; an entry is servable only under an equal key."""
+
+    model: str = ""
+    tokenizer: str = ""
+    system_prompt: str = ""     # sha256 of the masked, normalised system prompt
+    knowledge_base: str = ""
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, object] | None, *, system_prompt: str) -> "VersionKey":
+        data = dict(data or {})
+        unknown = set(data) - {"model", "tokenizer", "system_prompt", "knowledge_base", "kb"}
+        if unknown:
+            raise InvalidRequest(f"unknown version fields: {sorted(unknown)}")
+        for key, value in data.items():
+            if not isinstance(value, (str, int)):
+                raise InvalidRequest(f"version field {key!r} must be a string")
+        return cls(
+            model=str(data.get("model", "")),
+            tokenizer=str(data.get("tokenizer", "")),
+            # An explicit system-prompt version wins over the hash of the prompt text.
+            system_prompt=str(data.get("system_prompt", system_prompt)),
+            knowledge_base=str(data.get("knowledge_base", data.get("kb", ""))),
+        )
+
+    def digest(self) -> VersionKeyHash:
+        payload = json.dumps([self.model, self.tokenizer, self.system_prompt, self.knowledge_base])
+        return VersionKeyHash(hashlib.sha256(payload.encode()).hexdigest())
+
+
+@dataclass(frozen=True)
+class Answer:
+    text: str
+    key_facts: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One cached answer with everything needed to decide whether it may be served again."""
+
+    cache_id: EntryId
+    scope: Scope
+    tenant: str
+    session_id: str
+    version_key: VersionKeyHash
+    context_fingerprint: str
+    signature: Signature
+    turn_vector: np.ndarray = field(repr=False)
+    context_vector: np.ndarray | None = field(repr=False)
+    prefix_hash: str              # hash of the history this answer was given in
+    conversation_hash: str        # hash of that history + the question + this answer
+    answer: Answer
+    state: EntryState
+    created_at: float
+    expires_at: float             # float("inf") for no TTL
+    domain: str = "general"
+    hit_count: int = 0
+    feedback_score: float = 1.0
+    last_hit_at: float = 0.0
+    prompt_tokens: int = 0        # what a hit saves, reported in usage
+
+    def with_changes(self, **changes: object) -> "Entry":
+        return replace(self, **changes)
+
+    def servable_at(self, now: float, feedback_floor: float) -> bool:
+        if not self.state.servable or self.feedback_score < feedback_floor:
+            return False
+        return self.state is EntryState.FROZEN or self.expires_at > now
+
+
+@dataclass(frozen=True)
+class SearchFilter:
+    """The hard pre-filter of a lookup. ``session_id`` selects the session pool; the tenant's
+    global pool is searched too when ``include_global``."""
+
+    tenant: str
+    version_key: VersionKeyHash
+    session_id: str | None
+    include_global: bool = True
+    domain: str | None = None       # None: any domain; else this domain or 'general'
+    now: float = 0.0
+    feedback_floor: float = 0.0
+
+    def admits(self, entry: Entry) -> bool:
+        """The reference semantics every store's search must match."""
+        if entry.tenant != self.tenant or entry.version_key != self.version_key:
+            return False
+        if entry.scope is Scope.SESSION and (self.session_id is None or entry.session_id != self.session_id):
+            return False
+        if entry.scope is Scope.GLOBAL and not self.include_global:
+            return False
+        if self.domain is not None and entry.domain not in (self.domain, "general") and self.domain != "general":
+            return False
+        return entry.servable_at(self.now, self.feedback_floor)
+
+
+class ScoredEntry(tuple):
+    """(entry, similarity) pair, best first in search results."""
+
+    __slots__ = ()
+
+    def __new__(cls, entry: Entry, similarity: float) -> "ScoredEntry":
+        return super().__new__(cls, (entry, similarity))
+
+    @property
+    def entry(self) -> Entry:
+        return self[0]
+
+    @property
+    def similarity(self) -> float:
+        return self[1]
+
+
+class Store(abc.ABC):
+    """The storage contract. Implementations are thread-safe; every method is atomic."""
+
+    @abc.abstractmethod
+    def put(self, entry: Entry) -> None:
+        """Insert or replace the entry with this cache_id."""
+
+    @abc.abstractmethod
+    def get(self, cache_id: str) -> Entry | None:
+        """The entry, or None. Does not count as a hit."""
+
+    @abc.abstractmethod
+    def update(self, cache_id: str, **changes: object) -> Entry | None:
+        """Apply field changes atomically; returns the new entry, or None when absent."""
+
+    @abc.abstractmethod
+    def delete(self, cache_id: str) -> bool:
+        """Remove an entry; True if it existed."""
+
+    @abc.abstractmethod
+    def search(self, flt: SearchFilter, vector: np.ndarray, k: int) -> list[ScoredEntry]:
+        """Top-k entries admitted by ``flt`` by cosine to ``vector`` (unit vectors), best first."""
+
+    @abc.abstractmethod
+    def find(self, *, tenant: str | None = None, session_id: str | None = None,
+             version_key: str | None = None, conversation_hash: str | None = None,
+             prefix_hash: str | None = None, states: Iterable[EntryState] | None = None) -> list[Entry]:
+        """Entries matching every given field (no vector scoring)."""
+
+    @abc.abstractmethod
+    def __len__(self) -> int: ...
+
+    @abc.abstractmethod
+    def __iter__(self) -> Iterator[Entry]: ...

@@ -1,0 +1,206 @@
+"""In-process store with an exact numpy index.
+
+Entries live in a dict; vectors live in one contiguous float32 matrix per
+partition (tenant, version key, pool), where the pool is a session id or the
+tenant's global pool. A lookup touches at most two partitions, so scoping is
+enforced by where a vector is stored, not by a check after scoring. Within a
+partition, servability (state, expiry, feedback) is a vectorised mask over
+parallel arrays, so a search allocates no Python object per entry.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator
+
+import numpy as np
+
+from smartcache.store.base import Entry, EntryState, Scope, ScoredEntry, SearchFilter, Store
+
+_GLOBAL_POOL = "\x00global"
+
+
+def _partition_key(entry: Entry) -> tuple[str, str, str]:
+    pool = _GLOBAL_POOL if entry.scope is Scope.GLOBAL else entry.session_id
+    return (entry.tenant, entry.version_key, pool)
+
+
+@dataclass
+class _Partition:
+    dim: int
+    ids: list[str] = field(default_factory=list)
+    vectors: np.ndarray = field(init=False)
+    servable: np.ndarray = field(init=False)   # bool: state is servable
+    frozen: np.ndarray = field(init=False)     # bool: exempt from expiry
+    expires: np.ndarray = field(init=False)    # float64 expiry time
+    feedback: np.ndarray = field(init=False)   # float32 feedback score
+    domains: np.ndarray = field(init=False)    # object: domain tag
+
+    def __post_init__(self) -> None:
+        self._allocate(16)
+
+    def _allocate(self, capacity: int) -> None:
+        old = len(self.ids)
+        def grow(arr: np.ndarray | None, shape: tuple[int, ...], dtype: object) -> np.ndarray:
+            new = np.zeros(shape, dtype=dtype)
+            if arr is not None:
+                new[:old] = arr[:old]
+            return new
+        self.vectors = grow(getattr(self, "vectors", None), (capacity, self.dim), np.float32)
+        self.servable = grow(getattr(self, "servable", None), (capacity,), bool)
+        self.frozen = grow(getattr(self, "frozen", None), (capacity,), bool)
+        self.expires = grow(getattr(self, "expires", None), (capacity,), np.float64)
+        self.feedback = grow(getattr(self, "feedback", None), (capacity,), np.float32)
+        self.domains = grow(getattr(self, "domains", None), (capacity,), object)
+
+    def set_row(self, row: int, entry: Entry) -> None:
+        self.vectors[row] = entry.turn_vector
+        self.servable[row] = entry.state.servable
+        self.frozen[row] = entry.state is EntryState.FROZEN
+        self.expires[row] = entry.expires_at
+        self.feedback[row] = entry.feedback_score
+        self.domains[row] = entry.domain
+
+    def append(self, entry: Entry) -> int:
+        row = len(self.ids)
+        if row == self.vectors.shape[0]:
+            self._allocate(row * 2)   # amortised O(1) appends
+        self.ids.append(entry.cache_id)
+        self.set_row(row, entry)
+        return row
+
+    def remove(self, row: int) -> str | None:
+        """Swap-remove a row; returns the id that moved into ``row`` (or None)."""
+        last = len(self.ids) - 1
+        moved = None
+        if row != last:
+            for arr in (self.vectors, self.servable, self.frozen, self.expires, self.feedback, self.domains):
+                arr[row] = arr[last]
+            moved = self.ids[last]
+            self.ids[row] = moved
+        self.ids.pop()
+        return moved
+
+
+class MemoryStore(Store):
+    """Thread-safe in-process store; exact cosine search (fine up to ~100 k entries)."""
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self._entries: dict[str, Entry] = {}
+        self._where: dict[str, tuple[tuple[str, str, str], int]] = {}
+        self._partitions: dict[tuple[str, str, str], _Partition] = {}
+        # Follow-up turns look up "the entry whose conversation my history is" on every
+        # request: an index keeps that O(1) instead of a scan.
+        self._by_conversation: dict[str, set[str]] = {}
+        self._lock = threading.RLock()
+
+    def put(self, entry: Entry) -> None:
+        if entry.turn_vector.shape != (self.dim,):
+            raise ValueError(f"vector of dim {entry.turn_vector.shape} in a store of dim {self.dim}")
+        with self._lock:
+            if entry.cache_id in self._entries:
+                self._drop(entry.cache_id)
+            key = _partition_key(entry)
+            part = self._partitions.get(key)
+            if part is None:
+                part = self._partitions[key] = _Partition(self.dim)
+            self._where[entry.cache_id] = (key, part.append(entry))
+            self._entries[entry.cache_id] = entry
+            self._by_conversation.setdefault(entry.conversation_hash, set()).add(entry.cache_id)
+
+    def get(self, cache_id: str) -> Entry | None:
+        with self._lock:
+            return self._entries.get(cache_id)
+
+    def update(self, cache_id: str, **changes: object) -> Entry | None:
+        with self._lock:
+            old = self._entries.get(cache_id)
+            if old is None:
+                return None
+            new = old.with_changes(**changes)
+            if _partition_key(new) != _partition_key(old) or new.conversation_hash != old.conversation_hash:
+                self.put(new)   # moved partition or re-keyed: re-insert it everywhere
+            else:
+                key, row = self._where[cache_id]
+                self._partitions[key].set_row(row, new)
+                self._entries[cache_id] = new
+            return new
+
+    def delete(self, cache_id: str) -> bool:
+        with self._lock:
+            if cache_id not in self._entries:
+                return False
+            self._drop(cache_id)
+            return True
+
+    def _drop(self, cache_id: str) -> None:
+        key, row = self._where.pop(cache_id)
+        entry = self._entries.pop(cache_id)
+        same = self._by_conversation[entry.conversation_hash]
+        same.discard(cache_id)
+        if not same:
+            del self._by_conversation[entry.conversation_hash]
+        part = self._partitions[key]
+        moved = part.remove(row)
+        if moved is not None:
+            self._where[moved] = (key, row)
+        if not part.ids:
+            del self._partitions[key]
+
+    def search(self, flt: SearchFilter, vector: np.ndarray, k: int) -> list[ScoredEntry]:
+        keys = []
+        if flt.session_id is not None:
+            keys.append((flt.tenant, flt.version_key, flt.session_id))
+        if flt.include_global:
+            keys.append((flt.tenant, flt.version_key, _GLOBAL_POOL))
+        results: list[ScoredEntry] = []
+        with self._lock:
+            for key in keys:
+                part = self._partitions.get(key)
+                if part is None:
+                    continue
+                n = len(part.ids)
+                mask = part.servable[:n] & (part.feedback[:n] >= flt.feedback_floor)
+                mask &= part.frozen[:n] | (part.expires[:n] > flt.now)
+                if flt.domain is not None and flt.domain != "general":
+                    domains = part.domains[:n]
+                    mask &= (domains == flt.domain) | (domains == "general")
+                rows = np.flatnonzero(mask)
+                if rows.size == 0:
+                    continue
+                scores = part.vectors[rows] @ vector
+                top = rows.size if rows.size <= k else k
+                best = np.argpartition(-scores, top - 1)[:top] if top < rows.size else np.arange(rows.size)
+                for i in best:
+                    results.append(ScoredEntry(self._entries[part.ids[rows[i]]], float(scores[i])))
+        results.sort(key=lambda r: -r.similarity)
+        return results[:k]
+
+    def find(self, *, tenant: str | None = None, session_id: str | None = None,
+             version_key: str | None = None, conversation_hash: str | None = None,
+             prefix_hash: str | None = None, states: Iterable[EntryState] | None = None) -> list[Entry]:
+        wanted = set(states) if states is not None else None
+        with self._lock:
+            pool = (
+                [self._entries[i] for i in self._by_conversation.get(conversation_hash, ())]
+                if conversation_hash is not None else self._entries.values()
+            )
+            return [
+                e for e in pool
+                if (tenant is None or e.tenant == tenant)
+                and (session_id is None or e.session_id == session_id)
+                and (version_key is None or e.version_key == version_key)
+                and (conversation_hash is None or e.conversation_hash == conversation_hash)
+                and (prefix_hash is None or e.prefix_hash == prefix_hash)
+                and (wanted is None or e.state in wanted)
+            ]
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+    def __iter__(self) -> Iterator[Entry]:
+        with self._lock:
+            return iter(list(self._entries.values()))
