@@ -107,9 +107,9 @@ class Fingerprinter:
         resolved = resolved_cased.lower()
         entities = tuple(e.key for e in extract_entities(resolved_cased))
         context_entities = frozenset(e.key for text in cased_history for e in extract_entities(text))
-        domain = intent_domain(resolved)
-        if domain == "general" and view.has_context:
-            domain = intent_domain(" ".join([view.first_topic, *history_texts]))
+        turn_domain = intent_domain(resolved)
+        context_domain = intent_domain(" ".join([view.first_topic, *history_texts])) if view.has_context else "general"
+        domain = context_domain if turn_domain == "general" else turn_domain
         texts = [resolved, *history_texts]
         vectors = self.encoder.encode(texts)
         turn_vector = vectors[0]
@@ -137,17 +137,21 @@ class Fingerprinter:
             turn_vector=turn_vector,
             context_vector=context_vector,
             time_sensitive=is_time_sensitive(view.current),
-            topic_switch=self._topic_switch(view, topic_similarity),
+            topic_switch=self._topic_switch(view, topic_similarity, turn_domain, context_domain),
             topic_similarity=topic_similarity,
             view=view,
         )
 
-    def _topic_switch(self, view: ContextView, similarity: float | None) -> bool:
-        """A turn leaves the conversation's topic when it says so, or when it neither refers
-        back nor resembles any of the last three turns."""
+    def _topic_switch(self, view: ContextView, similarity: float | None, turn_domain: str,
+                      context_domain: str) -> bool:
+        """A turn leaves the conversation's topic when it says so, or when it moves to another
+        domain while neither referring back nor resembling any of the last three turns.
+        (A bare follow-up instruction such as "翻译成英文" resembles nothing, yet continues.)"""
         if not view.has_context:
             return False
         if announces_topic_switch(view.current):
             return True
-        return similarity is not None and similarity < self.topic_threshold and not has_reference(view.current)
+        return (similarity is not None and similarity < self.topic_threshold
+                and turn_domain != "general" and turn_domain != context_domain
+                and not has_reference(view.current))
 

@@ -1,0 +1,61 @@
+"""Shared fixtures: the real default encoder (loaded once), and cache factories with a fake clock."""
+
+from __future__ import annotations
+
+import pytest
+
+from smartcache import SmartCache, load_config
+from smartcache.fingerprint import shared_encoder
+
+
+class FakeClock:
+    def __init__(self, start: float = 1_800_000_000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture(scope="session")
+def encoder():
+    return shared_encoder("use-multilingual")
+
+
+@pytest.fixture
+def clock():
+    return FakeClock()
+
+
+@pytest.fixture
+def make_cache(encoder, clock):
+    def make(**overrides) -> SmartCache:
+        return SmartCache(load_config(**overrides), encoder=encoder, clock=clock)
+    return make
+
+
+@pytest.fixture
+def cache(make_cache):
+    return make_cache()
+
+
+def U(text: str) -> dict:
+    return {"role": "user", "content": text}
+
+
+def A(text: str) -> dict:
+    return {"role": "assistant", "content": text}
+
+
+def S(text: str) -> dict:
+    return {"role": "system", "content": text}
+
+
+def remember(cache: SmartCache, messages: list, answer: str, *, session: str = "s1", **kw) -> str:
+    """Store an answer and promote it, as if its window passed without complaint."""
+    result = cache.store(messages, answer, session=session, **kw)
+    assert result.stored, result.reason
+    cache.promote(result.cache_id)
+    return result.cache_id

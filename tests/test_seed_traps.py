@@ -1,0 +1,191 @@
+"""The seed traps from the core issue, on the real default encoder, in Chinese and English."""
+
+from __future__ import annotations
+
+import pytest
+
+from smartcache import Zone
+from conftest import A, S, U, remember
+
+SYSTEM = S("你是一个乐于助人的助手。当前时间：2026-12-01 10:00:00")
+
+
+@pytest.mark.parametrize("cached, probe, reason", [
+    ("客服电话为什么打不通", "退款申请多久能到账", "low_similarity"),
+    ("开启 A 功能", "别开启 A 功能", "intent_reversal"),
+    ("Enable feature A for my account", "Don't enable feature A for my account", "intent_reversal"),
+    ("怎么开启自动备份", "怎么关闭自动备份", "intent_reversal"),
+    ("How do I install docker on ubuntu", "How do I uninstall docker on ubuntu", "intent_reversal"),
+    ("帮我写一封请假邮件", "帮我写一封投诉邮件", "related_but_different"),
+    ("Write a sick leave email to my manager", "Write a complaint email to my manager", "related_but_different"),
+    ("怎么部署", "怎么迁移", "related_but_different"),
+    ("How do I deploy this service?", "How do I migrate this service?", "related_but_different"),
+    ("周末去杭州玩三天，预算五千以内，帮我排个行程", "周末去苏州玩三天，预算五千以内，帮我排个行程", "entity_change"),
+    ("订单 48213 的退款到哪一步了", "订单 48231 的退款到哪一步了", "entity_change"),
+    ("Book a table for 2 people at 7pm", "Book a table for 4 people at 7pm", "entity_change"),
+    ("从北京到上海的高铁要多久", "从上海到北京的高铁要多久", "entity_order"),
+], ids=lambda v: v if isinstance(v, str) and len(v) < 16 else None)
+def test_trap_is_never_a_hit(cache, cached, probe, reason):
+    remember(cache, [SYSTEM, U(cached)], f"答案：{cached}")
+    decision = cache.lookup([SYSTEM, U(probe)], session="s1")
+    assert decision.zone is Zone.MISS
+    assert decision.answer is None
+    assert decision.has_reason(reason), decision.reasons
+
+
+@pytest.mark.parametrize("cached, probe", [
+    ("怎么部署这个服务", "这个服务如何部署"),
+    ("退款申请多久能到账", "退款一般几天到账"),
+    ("周末去杭州玩三天，预算五千以内，帮我排个行程", "周末去杭州玩3天，预算5000以内，帮我排一下行程"),
+    ("How do I reset my password?", "How can I reset my password"),
+    ("How do I reset my password?", "I forgot my password, how do I reset it?"),
+    ("开启 A 功能", "开启A功能"),
+    ("帮我写一封请假邮件", "帮我写一封请假的邮件吧"),
+])
+def test_paraphrase_hits(cache, cached, probe):
+    entry = remember(cache, [SYSTEM, U(cached)], f"答案：{cached}")
+    decision = cache.lookup([SYSTEM, U(probe)], session="s1")
+    assert decision.zone is Zone.HIT, decision.reasons
+    assert decision.entry.cache_id == entry
+    assert decision.answer == f"答案：{cached}"
+    assert decision.has_reason("semantic_match")
+
+
+def test_budget_raise_is_a_half_hit(cache):
+    first = [SYSTEM, U("周末去杭州玩三天，预算五千以内，帮我排个行程")]
+    answer = "第1天：西湖、断桥\n第2天：灵隐寺\n第3天：河坊街。合计约4800元。"
+    entry = remember(cache, first, answer)
+    decision = cache.lookup(first + [A(answer), U("预算提高到一万")], session="s1")
+    assert decision.zone is Zone.HALF_HIT
+    assert decision.answer is None            # the cached answer is not served ...
+    assert decision.entry.cache_id == entry   # ... but its conversation is the reusable prefix
+    assert decision.has_reason("constraint_change")
+
+
+def test_english_constraint_change_is_a_half_hit(cache):
+    first = [U("Plan a 3-day trip to Kyoto under $1500")]
+    answer = "Day 1: Fushimi Inari. Day 2: Arashiyama. Day 3: Gion. Total about $1400."
+    remember(cache, first, answer)
+    decision = cache.lookup(first + [A(answer), U("Increase the budget to $3000 and add a day in Nara")],
+                            session="s1")
+    assert decision.zone is Zone.HALF_HIT
+    assert decision.answer is None
+
+
+def test_correction_invalidates_the_sessions_answers(cache):
+    ask = [SYSTEM, U("数据库迁移用 A 方案怎么做")]
+    answer = "A 方案：先全量导出，再增量同步……"
+    entry = remember(cache, ask, answer)
+    assert cache.lookup(ask, session="s1").zone is Zone.HIT
+    correction = ask + [A(answer), U("不对，A 方案不适用，改走 B 方案")]
+    decision = cache.lookup(correction, session="s1")
+    assert decision.zone is Zone.MISS and decision.has_reason("correction")
+    assert cache.get(entry).state.value == "invalid"
+    again = cache.lookup(ask, session="s1")
+    assert again.zone is Zone.MISS and again.answer is None
+
+
+def test_reference_hits_only_under_the_same_hotel(cache):
+    def chat(hotel: str, question: str) -> list:
+        return [SYSTEM, U("推荐一家西湖边的酒店"), A(f"推荐{hotel}：紧邻西湖，早餐是自助餐。"), U(question)]
+
+    entry = remember(cache, chat("西湖国宾馆", "西湖国宾馆的早餐值得吃吗"), "国宾馆的早餐很丰富，值得。")
+    same = cache.lookup(chat("西湖国宾馆", "那家酒店的早餐值不值得吃"), session="s1")
+    assert same.zone is Zone.HIT and same.entry.cache_id == entry
+    other = cache.lookup(chat("杭州香格里拉饭店", "那家酒店的早餐值不值得吃"), session="s1")
+    assert other.zone is Zone.MISS and other.answer is None
+
+
+def test_same_last_message_in_another_context_misses(cache):
+    doc_a = [U("帮我总结这段话：公司第三季度营收增长 20%，主要来自海外市场。"), A("三季度营收增长 20%，海外驱动。")]
+    doc_b = [U("帮我总结这段话：新版 App 修复了登录闪退，并加入深色模式。"), A("修复闪退，新增深色模式。")]
+    remember(cache, doc_a + [U("翻译成英文")], "Q3 revenue grew 20%, driven by overseas markets.")
+    decision = cache.lookup(doc_b + [U("翻译成英文")], session="s1")
+    assert decision.zone is Zone.MISS
+    assert decision.has_reason("context_mismatch") or decision.has_reason("context_entities")
+
+
+def test_small_talk_in_the_history_does_not_block_a_hit(cache):
+    ask = U("How do I rotate the API keys of my project?")
+    entry = remember(cache, [ask], "Open Settings > Keys, create a new key, then revoke the old one.")
+    decision = cache.lookup([U("hi"), A("Hello! How can I help?"), ask], session="s1")
+    assert decision.zone is Zone.HIT and decision.entry.cache_id == entry
+
+
+def test_model_version_bump_makes_the_old_answer_unservable(cache):
+    ask = [U("What is a context-aware cache?")]
+    remember(cache, ask, "A cache that keys on the conversation.", versions={"model": "smollm2-135m@1"})
+    assert cache.lookup(ask, session="s1", versions={"model": "smollm2-135m@1"}).zone is Zone.HIT
+    bumped = cache.lookup(ask, session="s1", versions={"model": "smollm2-135m@2"})
+    assert bumped.zone is Zone.MISS and bumped.answer is None
+    assert cache.invalidate(versions={"model": "smollm2-135m@1"}) == 1
+    assert cache.lookup(ask, session="s1", versions={"model": "smollm2-135m@1"}).zone is Zone.MISS
+
+
+def test_system_prompt_change_is_a_version_change_but_its_timestamp_is_not(cache):
+    ask = U("怎么申请退款")
+    remember(cache, [S("你是客服。时间 2026-12-01 10:00"), ask], "在订单页点申请退款。")
+    assert cache.lookup([S("你是客服。时间 2026-12-02 18:30"), ask], session="s1").zone is Zone.HIT
+    assert cache.lookup([S("你是法务助手。时间 2026-12-02 18:30"), ask], session="s1").zone is Zone.MISS
+
+
+@pytest.mark.parametrize("text", ["今天杭州天气怎么样", "现在美元汇率是多少", "What is the current price of bitcoin?",
+                                  "What's the weather in Paris today?"])
+def test_time_sensitive_is_never_cached(cache, text):
+    result = cache.store([U(text)], "晴", session="s1")
+    assert not result.stored and result.reason == "time_sensitive"
+    decision = cache.lookup([U(text)], session="s1")
+    assert decision.zone is Zone.MISS and not decision.cacheable
+
+
+@pytest.mark.parametrize("text", ["这个药一天吃几次", "合同违约金一般怎么算", "What dosage of ibuprofen is safe?"])
+def test_high_risk_domains_are_off_by_default(cache, text):
+    assert cache.store([U(text)], "…", session="s1").reason == "domain_disabled"
+    assert cache.lookup([U(text)], session="s1").has_reason("domain_disabled")
+
+
+def test_another_sessions_personal_answer_is_never_served(cache):
+    ask = [U("我的订单 48213 什么时候发货")]
+    remember(cache, ask, "您的订单预计明早发货。", session="alice")
+    decision = cache.lookup(ask, session="bob")
+    assert decision.zone is Zone.MISS and decision.answer is None
+
+
+def test_global_faq_is_shared_across_sessions_after_promotion(cache):
+    ask = [U("退款一般多久到账")]
+    result = cache.store(ask, "原路退回，1-3 个工作日到账。", session="alice")
+    cache.promote(result.cache_id, to_global=True)
+    decision = cache.lookup([U("退款多久能到账")], session="bob")
+    assert decision.zone is Zone.HIT and decision.entry.cache_id == result.cache_id
+
+
+def test_topic_switch_misses_without_vector_scoring(cache):
+    history = [U("推荐一家西湖边的酒店"), A("推荐西湖国宾馆。")]
+    remember(cache, history + [U("换个话题，Python 怎么读取 CSV 文件")], "用 csv 模块或 pandas.read_csv。")
+    decision = cache.lookup(history + [U("换个话题，Python 怎么读取 CSV 文件")], session="s1")
+    assert decision.zone is Zone.MISS and decision.has_reason("topic_switch")
+
+
+def test_reset_invalidates_and_misses(cache):
+    ask = [U("帮我写一首关于秋天的诗")]
+    entry = remember(cache, ask, "秋风起……")
+    decision = cache.lookup(ask + [A("秋风起……"), U("重新开始吧，我们聊点别的")], session="s1")
+    assert decision.zone is Zone.MISS and decision.has_reason("reset")
+    assert cache.get(entry).state.value == "invalid"
+
+
+def test_validation_downgrades_a_hit_whose_facts_break_the_budget(cache):
+    ask = [U("推荐杭州的酒店，预算 500 元以内")]
+    entry = remember(cache, ask, "推荐西湖国宾馆，每晚 1800 元。")
+    decision = cache.lookup([U("推荐杭州的酒店，预算500元以内")], session="s1")
+    assert decision.zone is Zone.HALF_HIT
+    assert decision.has_reason("validation_failed")
+    assert cache.get(entry).feedback_score < 1.0
+
+
+def test_every_decision_carries_its_reasons(cache):
+    remember(cache, [U("怎么部署")], "用 docker compose up。")
+    for probe in ("怎么部署", "怎么迁移", "今天天气如何", "完全无关的问题：猫为什么喜欢纸箱"):
+        decision = cache.lookup([U(probe)], session="s1")
+        assert decision.reasons and all(r.code for r in decision.reasons)
+        assert decision.to_json()["reasons"]
