@@ -1,0 +1,70 @@
+"""Config loading and the explain command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from smartcache import ConfigError, load_config
+from smartcache.cli import main
+from smartcache.decide import tier_of
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "hotel-breakfast.json"
+
+
+def test_defaults_have_thresholds_for_every_encoder():
+    cfg = load_config()
+    for name in ("use-multilingual", "e5-small", "minilm-l6"):
+        table = cfg.table_for(name)
+        assert table.default.hit > table.default.half_hit
+    use = cfg.table_for("use-multilingual")
+    assert use.for_domain("code", tier_of("code")).hit > use.for_domain("travel", tier_of("travel")).hit
+    assert {"medical", "legal", "finance"} <= cfg.disabled_domains
+
+
+def test_a_config_file_overrides_per_domain(tmp_path):
+    path = tmp_path / "smartcache.toml"
+    path.write_text('[thresholds.use-multilingual.domain.travel]\nhit = 0.9\n[lifecycle]\npromotion_window_s = 5\n')
+    cfg = load_config(path)
+    table = cfg.table_for("use-multilingual")
+    assert table.for_domain("travel", "low").hit == 0.9
+    assert table.for_domain("writing", "low").hit == 0.80
+    assert cfg.lifecycle.promotion_window_s == 5
+
+
+@pytest.mark.parametrize("text, match", [
+    ("colour = 1\n", "unknown config keys"),
+    ("[thresholds.use-multilingual.default]\nhit = 0.3\nhalf_hit = 0.6\n", "must not exceed"),
+    ("[thresholds.use-multilingual.default]\nhit = 7\n", r"\[-1, 1\]"),
+    ("[lifecycle]\nwindow = 3\n", "invalid config"),
+    ("this is not toml", "not valid TOML"),
+])
+def test_bad_config_is_a_config_error(tmp_path, text, match):
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=match):
+        load_config(path)
+
+
+def test_explain_prints_the_decision_and_its_reasons(capsys):
+    assert main(["explain", str(EXAMPLE), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["decision"]["zone"] == "hit" and out["as_expected"] is True
+    assert out["decision"]["reasons"][0]["code"] == "semantic_match"
+    assert out["probe_tags"]["resolved_turn"].startswith("西湖国宾馆")
+
+
+def test_explain_human_output(capsys):
+    assert main(["explain", str(EXAMPLE)]) == 0
+    text = capsys.readouterr().out
+    assert "zone: hit" in text and "reasons:" in text
+
+
+def test_explain_bad_input_exits_2(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"probe": {"messages": []}}')
+    assert main(["explain", str(bad)]) == 2
+    assert "error" in capsys.readouterr().err
+    assert main(["explain", str(tmp_path / "missing.json")]) == 2

@@ -1,0 +1,87 @@
+"""The normaliser: worked examples and hypothesis properties."""
+
+from __future__ import annotations
+
+import unicodedata
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from smartcache.context import build_view, convert_numerals, mask_template, normalize_text, parse_messages, zh_to_int
+
+
+@pytest.mark.parametrize("run, value", [("八千", 8000), ("一万", 10000), ("一万五", 15000), ("三千五", 3500),
+                                        ("三千五百", 3500), ("一百零五", 105), ("十二", 12), ("二零二四", 2024),
+                                        ("两", 2), ("十", 10)])
+def test_zh_to_int(run, value):
+    assert zh_to_int(run) == value
+
+
+@pytest.mark.parametrize("a, b", [
+    ("预算八千", "预算8000"), ("三天", "3 天"), ("预算5千块", "预算 5000 元"), ("1.5万元", "15000元"),
+    ("５０００元", "5000元"), ("怎么部署？", "怎么部署?"), ("How  DO I deploy", "how do i deploy"),
+    ("用户：开启 A 功能", "开启A功能"), ("￥5,000", "5000元"), ("星期三", "周三"), ("300 dollars", "$300"),
+])
+def test_equivalent_spellings_normalise_alike(a, b):
+    assert normalize_text(a) == normalize_text(b)
+
+
+@pytest.mark.parametrize("text", ["我想问一下", "一起去吧", "千万别忘了", "万一下雨怎么办", "十分好看"])
+def test_numeral_idioms_are_left_alone(text):
+    assert convert_numerals(text) == text
+
+
+def test_mask_template_hides_volatile_parts_only():
+    a = mask_template("You are a bot. Now: 2026-12-01 09:39:12. Request 3f2b8c9d-1a2b-4c3d-9e8f-0a1b2c3d4e5f")
+    b = mask_template("You are a bot. Now: 2027-01-15 23:01:00. Request 9a8b7c6d-1a2b-4c3d-9e8f-0a1b2c3d4e5f")
+    assert a == b and "You are a bot." in a
+
+
+text_strategy = st.text(alphabet=st.characters(codec="utf-8", categories=("L", "N", "P", "Zs")), max_size=60)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text_strategy)
+def test_normalisation_is_idempotent(text):
+    once = normalize_text(text)
+    assert normalize_text(once) == once
+
+
+@settings(max_examples=300, deadline=None)
+@given(text_strategy)
+def test_full_width_and_half_width_normalise_alike(text):
+    assert normalize_text(unicodedata.normalize("NFKC", text)) == normalize_text(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(["不", "别", "没", "don't", "not", "never"]), text_strategy)
+def test_negation_words_are_never_dropped(neg, text):
+    out = normalize_text(f"{text} {neg} 开启")
+    assert neg.lower() in out
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(min_value=0, max_value=99999))
+def test_arabic_numbers_survive(n):
+    assert str(n) in normalize_text(f"预算 {n} 以内")
+
+
+def test_view_drops_small_talk_and_weights_recent_turns():
+    view = build_view(parse_messages([
+        {"role": "user", "content": "你好"}, {"role": "assistant", "content": "你好！"},
+        {"role": "user", "content": "推荐杭州的酒店"}, {"role": "assistant", "content": "推荐西湖国宾馆。"},
+        {"role": "user", "content": "谢谢"}, {"role": "assistant", "content": "不客气"},
+        {"role": "user", "content": "早餐怎么样"}]))
+    assert [t.role for t in view.history] == ["user", "assistant"]
+    assert view.history[0].weight < 1.0 and view.current == "早餐怎么样"
+    assert view.first_topic == "推荐杭州的酒店" and view.prior_turns == 6
+
+
+def test_view_keeps_only_the_last_turns_but_hashes_all():
+    msgs = []
+    for i in range(12):
+        msgs += [{"role": "user", "content": f"问题 {i} 关于部署"}, {"role": "assistant", "content": f"回答 {i}"}]
+    long = build_view(parse_messages(msgs + [{"role": "user", "content": "继续"}]))
+    shorter = build_view(parse_messages(msgs[2:] + [{"role": "user", "content": "继续"}]))
+    assert len(long.history) == 5
+    assert long.history == shorter.history and long.history_hash != shorter.history_hash
