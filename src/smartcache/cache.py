@@ -1,10 +1,10 @@
 """SmartCache: the library API, in the spirit of RedisVL's semantic cache.
 
-    >>> cache = SmartCache()                                   # embedded defaults
-    >>> cache.store(messages, answer, session="s1")            # written as pending
-    >>> cache.promote(entry_id)                                # or wait out the window
-    >>> decision = cache.lookup(messages2, session="s1")
-    >>> decision.zone, decision.answer, decision.reasons
+    cache = SmartCache()                                   # embedded defaults
+    result = cache.store(messages, answer, session="s1")   # written as pending
+    cache.promote(result.cache_id)                         # or wait out the window
+    decision = cache.lookup(messages2, session="s1")
+    decision.zone, decision.answer, decision.reasons
 
 One request runs the pipeline context -> fingerprint -> index -> decide, and
 the cache applies the lifecycle effects the decision implies (a correction

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from smartcache.decide.decision import Decision, Reason, Scores, Zone
-from smartcache.decide.match import Judgement, judge
+from smartcache.decide.match import judge
 from smartcache.decide.thresholds import ThresholdTable
 from smartcache.decide.validate import check_answer, constraints_of
 from smartcache.fingerprint import HIGH_RISK_DOMAINS, ChangeFlag, Fingerprint
-from smartcache.store import Entry, Scope, ScoredEntry
+from smartcache.store import Entry, EntryState, Scope, ScoredEntry
 
 _MODIFY = frozenset({ChangeFlag.ADDITION, ChangeFlag.REMOVAL, ChangeFlag.REPLACEMENT})
 
@@ -80,7 +80,7 @@ class Decider:
             problems = self._validate(fp, entry)
             if not problems:
                 return Decision(Zone.HIT, tuple(reasons) + verdict.reasons, entry,
-                                Scores(verdict.turn, verdict.context), verify=entry.state.value == "suspect",
+                                Scores(verdict.turn, verdict.context), verify=entry.state is EntryState.SUSPECT,
                                 candidates=len(candidates))
             # The answer's facts contradict this request: the history still holds, the answer does not.
             return Decision(Zone.HALF_HIT, tuple(reasons) + verdict.reasons + tuple(
@@ -127,4 +127,4 @@ class Decider:
         return check_answer(constraints_of(user_turns), entry.answer.text)
 
 
-__all__ = ["Decider", "Gate", "Judgement", "tier_of"]
+__all__ = ["Decider", "Gate", "tier_of"]
