@@ -12,13 +12,11 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from smartcache.decide.decision import Decision, Reason, Scores, Zone
-from smartcache.decide.match import judge
+from smartcache.decide.match import MODIFY, judge
 from smartcache.decide.thresholds import ThresholdTable
 from smartcache.decide.validate import check_answer, constraints_of
 from smartcache.fingerprint import HIGH_RISK_DOMAINS, ChangeFlag, Fingerprint
 from smartcache.store import Entry, EntryState, Scope, ScoredEntry
-
-_MODIFY = frozenset({ChangeFlag.ADDITION, ChangeFlag.REMOVAL, ChangeFlag.REPLACEMENT})
 
 
 @dataclass(frozen=True)
@@ -112,8 +110,8 @@ class Decider:
         entry = continued[0]
         probe = fp.signature
         changed_entities = set(probe.entities) - set(entry.signature.entities) - probe.context_entities
-        if probe.flags & _MODIFY:
-            flags = sorted(f.value for f in probe.flags & _MODIFY)
+        if probe.flags & MODIFY:
+            flags = sorted(f.value for f in probe.flags & MODIFY)
             return entry, Reason("constraint_change", f"follow-up modifies the previous request: {flags}",
                                  entry.cache_id)
         if changed_entities and probe.negations == 0 and len(probe.text) <= 40:

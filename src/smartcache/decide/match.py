@@ -98,7 +98,8 @@ def context_similarity(fp: Fingerprint, entry: Entry) -> float | None:
 
 
 _UNRESOLVED_REFERENCE = re.compile(r"那家|这家|那个|它|\bit\b|\bthat one\b|\bthis one\b|\bthere\b")
-_MODIFY = frozenset({ChangeFlag.ADDITION, ChangeFlag.REMOVAL, ChangeFlag.REPLACEMENT})
+# Flags that modify a request (rather than reverse, correct or reset it): half-hit material.
+MODIFY = frozenset({ChangeFlag.ADDITION, ChangeFlag.REMOVAL, ChangeFlag.REPLACEMENT})
 
 
 def judge(fp: Fingerprint, entry: Entry, turn: float, limits: Thresholds) -> Judgement:
@@ -138,7 +139,7 @@ def judge(fp: Fingerprint, entry: Entry, turn: float, limits: Thresholds) -> Jud
     mine, theirs = set(probe.entities), set(cached.entities)
     added = mine - theirs - cached.context_entities
     dropped = theirs - mine - probe.context_entities
-    modifies = bool(probe.flags & _MODIFY) and not (cached.flags & _MODIFY)
+    modifies = bool(probe.flags & MODIFY) and not (cached.flags & MODIFY)
     if added and dropped:
         zone = Zone.HALF_HIT if modifies else Zone.MISS
         return verdict(zone, "entity_change", f"{sorted(dropped)} -> {sorted(added)}", context)
@@ -152,7 +153,7 @@ def judge(fp: Fingerprint, entry: Entry, turn: float, limits: Thresholds) -> Jud
     if dropped:
         return verdict(Zone.HALF_HIT, "dropped_constraint", f"no longer asked: {sorted(dropped)}", context)
     if modifies:
-        flags = sorted(f.value for f in probe.flags & _MODIFY)
+        flags = sorted(f.value for f in probe.flags & MODIFY)
         return verdict(Zone.HALF_HIT, "change_detected", f"the turn modifies the request: {flags}", context)
 
     # 4. Similarity zones.
