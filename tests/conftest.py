@@ -59,3 +59,10 @@ def remember(cache: SmartCache, messages: list, answer: str, *, session: str = "
     assert result.stored, result.reason
     cache.promote(result.cache_id)
     return result.cache_id
+
+
+@pytest.fixture(scope="session")
+def local_engine():
+    """The bundled SmolLM2 engine, loaded once (about 25 s) and shared by the engine and gateway tests."""
+    from smartcache.engine.local import LocalEngine
+    return LocalEngine(kv_budget_mb=256)

@@ -1,6 +1,8 @@
-"""Command line: ``smartcache explain CASE.json`` prints a decision and every reason behind it.
+"""Command line.
 
-The input is one case in the evaluation format (CASES.md): the ``cached``
+``smartcache serve`` starts the gateway (bundled engine, in-process store, real
+encoder by default). ``smartcache explain CASE.json`` prints a decision and
+every reason behind it. For explain, the input is one case in the evaluation format (CASES.md): the ``cached``
 entries are written and promoted, then the ``probe`` is looked up, so a user can
 see exactly why a request would hit, half-hit or miss.
 """
@@ -58,6 +60,43 @@ def _print_human(result: dict[str, Any]) -> None:
     print("probe tags: " + ", ".join(f"{k}={v}" for k, v in tags.items()))
 
 
+def _serve(args: argparse.Namespace) -> int:
+    import logging
+    import os
+
+    import uvicorn
+
+    from smartcache.gateway import GatewaySettings, create_app
+
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if not 0.0 <= args.shadow <= 1.0:
+        print("smartcache: error: --shadow takes a rate between 0 and 1", file=sys.stderr)
+        return 2
+    try:
+        overrides = {}
+        if args.promotion_window is not None:
+            overrides["lifecycle"] = {"promotion_window_s": args.promotion_window}
+        cache = SmartCache(load_config(args.config, **overrides))
+        if args.upstream:
+            from smartcache.engine.upstream import UpstreamEngine
+            engine = UpstreamEngine(args.upstream, api_key=os.environ.get(args.upstream_key_env),
+                                    model=args.upstream_model, tokenizer=args.tokenizer,
+                                    timeout_s=args.upstream_timeout)
+        else:
+            from smartcache.engine.local import LocalEngine
+            print("smartcache: loading the bundled engine (SmolLM2-135M-Instruct)…", file=sys.stderr)
+            engine = LocalEngine(kv_budget_mb=args.kv_budget_mb)
+    except (OSError, SmartCacheError) as exc:
+        print(f"smartcache: error: {exc}", file=sys.stderr)
+        return 2
+    settings = GatewaySettings(cache_enabled=not args.no_cache, shadow_rate=args.shadow,
+                               regenerate_window_s=args.regenerate_window, default_max_tokens=args.max_tokens)
+    app = create_app(cache, engine, settings, admin_token=args.admin_token)
+    print(f"smartcache: serving on http://{args.host}:{args.port}  (dashboard: /dashboard)", file=sys.stderr)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level.lower())
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="smartcache", description="Context-aware semantic cache for LLM chat.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -65,7 +104,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     explain.add_argument("case", help="a JSON file holding one case, or - for standard input")
     explain.add_argument("--config", help="a TOML config file merged over the defaults")
     explain.add_argument("--json", action="store_true", help="print the decision as JSON")
+    serve = sub.add_parser("serve", help="run the OpenAI-compatible caching gateway")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8080)
+    serve.add_argument("--upstream", help="an OpenAI-compatible base URL (…/v1); default: the bundled engine")
+    serve.add_argument("--upstream-key-env", default="SMARTCACHE_UPSTREAM_KEY",
+                       help="environment variable holding the upstream API key")
+    serve.add_argument("--upstream-model", help="the model an upstream serves (default: as each request names)")
+    serve.add_argument("--tokenizer", help="tokenizer id for the version key with an upstream")
+    serve.add_argument("--upstream-timeout", type=float, default=120.0, help="seconds")
+    serve.add_argument("--config", help="a TOML config file merged over the defaults")
+    serve.add_argument("--shadow", type=float, default=0.0, metavar="RATE",
+                       help="share of ordinary hits verified against the engine in the background")
+    serve.add_argument("--promotion-window", type=float, metavar="S",
+                       help="seconds an answer stays pending before it can be served (default 30)")
+    serve.add_argument("--regenerate-window", type=float, default=60.0, metavar="S",
+                       help="an identical request within this many seconds counts as regenerate")
+    serve.add_argument("--no-cache", action="store_true", help="forward everything; the engine alone")
+    serve.add_argument("--kv-budget-mb", type=int, default=512, help="memory for the bundled engine's KV prefixes")
+    serve.add_argument("--max-tokens", type=int, default=256, help="default max_tokens of a request")
+    serve.add_argument("--admin-token", help="require Authorization: Bearer TOKEN on /admin")
+    serve.add_argument("--log-level", default="info")
     args = parser.parse_args(argv)
+    if args.command == "serve":
+        return _serve(args)
     try:
         text = sys.stdin.read() if args.case == "-" else Path(args.case).read_text(encoding="utf-8")
         case = json.loads(text)

@@ -1,0 +1,144 @@
+"""The admin API: stats for the dashboard, recent decisions, entries, invalidation, versions.
+
+Bound to 127.0.0.1 by default; with ``--admin-token`` every admin call needs
+``Authorization: Bearer <token>``.
+"""
+
+from __future__ import annotations
+
+import hmac
+import time
+from typing import Any, Literal
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from pydantic import BaseModel, Field
+
+from smartcache.errors import EntryNotFound, InvalidRequest
+from smartcache.store import Entry, EntryState
+
+
+class FeedbackBody(BaseModel):
+    entry: str = Field(min_length=1, max_length=64)
+    kind: Literal["positive", "negative", "regenerate"]
+
+
+class PromoteBody(BaseModel):
+    to_global: bool = False
+
+
+class KindBody(BaseModel):
+    kind: Literal["positive", "negative", "regenerate"]
+
+
+class BumpBody(BaseModel):
+    tenant: str = Field(default="default", min_length=1, max_length=256)
+    model: str | None = Field(default=None, min_length=1, max_length=256)
+
+
+def entry_json(entry: Entry, *, full: bool = False) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": entry.cache_id, "state": entry.state.value, "scope": entry.scope.value, "tenant": entry.tenant,
+        "session": entry.session_id or None, "domain": entry.domain, "question": entry.signature.text,
+        "answer": entry.answer.text if full else entry.answer.text[:160], "created_at": entry.created_at,
+        "expires_at": None if entry.expires_at == float("inf") else entry.expires_at,
+        "hit_count": entry.hit_count, "feedback_score": round(entry.feedback_score, 3),
+        "prompt_tokens": entry.prompt_tokens,
+    }
+    if full:
+        out["signature"] = entry.signature.to_json()
+        out["version_key"] = entry.version_key
+        out["key_facts"] = list(entry.answer.key_facts)
+    return out
+
+
+def admin_router(service, token: str | None) -> APIRouter:
+    cache = service.cache
+
+    def check(request: Request) -> None:
+        if token is None:
+            return
+        given = request.headers.get("authorization", "")
+        if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
+            raise HTTPException(status_code=401, detail="the admin API needs Authorization: Bearer <admin token>")
+
+    router = APIRouter(prefix="/admin", dependencies=[Depends(check)])
+
+    def require(cache_id: str) -> Entry:
+        entry = cache.get(cache_id)
+        if entry is None:
+            raise EntryNotFound(f"no entry {cache_id}")
+        return entry
+
+    @router.get("/stats")
+    async def stats() -> dict[str, Any]:
+        s = cache.stats()
+        totals = service.totals
+        answered = sum(totals[k] for k in ("hit", "half-hit", "miss", "bypass"))
+        bucket_s = service.settings.timeline_bucket_s
+        timeline = [{"t": b * bucket_s, **{k: c.get(k, 0) for k in ("hit", "half-hit", "miss", "bypass",
+                                                                     "saved_tokens")}}
+                    for b, c in sorted(service.timeline.items())]
+        shadow = [v for _, v in service.shadow.verdicts]
+        kept = sum(1 for v in shadow if v.outcome == "keep")
+        judged = sum(1 for v in shadow if v.outcome in ("keep", "demote", "drop"))
+        engine_kv = getattr(service.engine, "kv", None)
+        return {
+            "now": time.time(), "encoder": s.encoder, "entries": s.entries, "by_state": dict(s.by_state),
+            "lookups": s.lookups, "by_zone": dict(s.by_zone), "hit_rate": s.hit_rate,
+            "requests": answered, "by_status": {k: totals[k] for k in ("hit", "half-hit", "miss", "bypass")},
+            "saved_tokens": totals["saved_tokens"], "prompt_tokens": totals["prompt_tokens"],
+            "pollution": totals["pollution"],
+            "pollution_rate": totals["pollution"] / totals["hit"] if totals["hit"] else 0.0,
+            "shadow_precision": kept / judged if judged else None, "shadow_checked": judged,
+            "invalidations": s.invalidations, "evicted": s.evicted, "timeline": timeline,
+            "kv_cache": engine_kv.stats().__dict__ if engine_kv is not None else None,
+        }
+
+    @router.get("/decisions")
+    async def decisions(limit: int = Query(50, ge=1, le=500)) -> dict[str, Any]:
+        return {"data": service.recent_json(limit)}
+
+    @router.get("/entries")
+    async def entries(tenant: str | None = None, session: str | None = None, state: str | None = None,
+                      limit: int = Query(100, ge=1, le=1000)) -> dict[str, Any]:
+        states = None
+        if state is not None:
+            try:
+                states = [EntryState(state)]
+            except ValueError:
+                raise InvalidRequest(f"state must be one of {[s.value for s in EntryState]}") from None
+        found = cache.backend.find(tenant=tenant, session_id=session, states=states)
+        found.sort(key=lambda e: e.created_at, reverse=True)
+        return {"data": [entry_json(e) for e in found[:limit]], "total": len(found)}
+
+    @router.get("/entries/{cache_id}")
+    async def entry(cache_id: str) -> dict[str, Any]:
+        return entry_json(require(cache_id), full=True)
+
+    @router.delete("/entries/{cache_id}")
+    async def drop(cache_id: str) -> dict[str, Any]:
+        require(cache_id)
+        return {"id": cache_id, "deleted": cache.backend.delete(cache_id)}
+
+    @router.post("/entries/{cache_id}/promote")
+    async def promote(cache_id: str, body: PromoteBody) -> dict[str, Any]:
+        require(cache_id)
+        return entry_json(cache.promote(cache_id, to_global=body.to_global))
+
+    @router.post("/entries/{cache_id}/feedback")
+    async def feedback(cache_id: str, body: KindBody) -> dict[str, Any]:
+        require(cache_id)
+        result = cache.feedback(cache_id, body.kind)
+        return {"id": result.cache_id, "state": result.state.value, "score": result.feedback_score}
+
+    @router.post("/sessions/{session}/invalidate")
+    async def invalidate_session(session: str, tenant: str = "default") -> dict[str, Any]:
+        return {"session": session, "tenant": tenant, "invalidated": cache.invalidate(tenant=tenant,
+                                                                                      session=session)}
+
+    @router.post("/versions/bump")
+    async def bump(body: BumpBody) -> dict[str, Any]:
+        return {"tenant": body.tenant, "model": body.model,
+                "invalidated": service.bump_version(body.tenant, body.model)}
+
+    return router

@@ -1,0 +1,136 @@
+"""The FastAPI app: OpenAI-compatible endpoints, metrics, the admin API and the dashboard."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from importlib import resources
+from typing import Any
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from smartcache.cache import SmartCache
+from smartcache.engine import EngineError
+from smartcache.errors import EntryNotFound, InvalidRequest, SmartCacheError
+from smartcache.gateway.admin import FeedbackBody, admin_router
+from smartcache.gateway.controls import read_controls
+from smartcache.gateway.schema import ChatCompletionRequest, error_body
+from smartcache.gateway.service import ChatService, GatewaySettings
+
+log = logging.getLogger("smartcache.gateway")
+
+
+def _error(status: int, message: str, *, type_: str = "invalid_request_error", code: str | None = None,
+           param: str | None = None) -> JSONResponse:
+    return JSONResponse(error_body(message, type_=type_, code=code, param=param), status_code=status)
+
+
+def create_app(cache: SmartCache, engine, settings: GatewaySettings | None = None, *,
+               admin_token: str | None = None, close_engine: bool = True) -> FastAPI:
+    """The gateway app. ``close_engine=False`` leaves the engine running at shutdown (an
+    engine shared by several apps, as in tests)."""
+    service = ChatService(cache, engine, settings)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI):
+        yield
+        await service.shadow.drain()
+        if close_engine:
+            await engine.aclose()
+
+    app = FastAPI(title="SmartCache gateway", version="0.1.0", lifespan=lifespan)
+    app.state.service = service
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        first = exc.errors()[0] if exc.errors() else {}
+        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
+        return _error(400, f"{where or 'body'}: {first.get('msg', 'invalid request')}", param=where or None)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return _error(exc.status_code, str(exc.detail), code="not_found" if exc.status_code == 404 else None)
+
+    @app.exception_handler(EntryNotFound)
+    async def _not_found(_: Request, exc: EntryNotFound) -> JSONResponse:
+        return _error(404, str(exc), code="entry_not_found")
+
+    @app.exception_handler(InvalidRequest)
+    async def _bad(_: Request, exc: InvalidRequest) -> JSONResponse:
+        return _error(400, str(exc))
+
+    @app.exception_handler(EngineError)
+    async def _engine(_: Request, exc: EngineError) -> JSONResponse:
+        if exc.body and isinstance(exc.body.get("error"), dict):
+            return JSONResponse(exc.body, status_code=exc.status)
+        kind = "invalid_request_error" if exc.status < 500 else "api_error"
+        return _error(exc.status, str(exc), type_=kind, code=exc.code)
+
+    @app.exception_handler(SmartCacheError)
+    async def _internal(_: Request, exc: SmartCacheError) -> JSONResponse:
+        log.exception("smartcache error")
+        return _error(500, str(exc), type_="api_error", code="smartcache_error")
+
+    @app.post("/v1/chat/completions")
+    async def chat_completions(request: Request) -> Response:
+        try:
+            raw = await request.json()
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return _error(400, "the body must be a JSON object")
+        if not isinstance(raw, dict):
+            return _error(400, "the body must be a JSON object")
+        try:
+            req = ChatCompletionRequest.model_validate(raw)
+        except Exception as exc:   # pydantic.ValidationError: report the first problem, OpenAI style
+            errors = getattr(exc, "errors", lambda: [])()
+            first = errors[0] if errors else {}
+            where = ".".join(str(p) for p in first.get("loc", ()))
+            return _error(400, f"{where or 'body'}: {first.get('msg', str(exc))}", param=where or None)
+        if not getattr(engine, "accepts_any_model", False) and req.model != engine.model_id:
+            return _error(404, f"the model '{req.model}' does not exist; this gateway serves '{engine.model_id}'",
+                          code="model_not_found", param="model")
+        controls = read_controls(request.headers, raw)
+        outcome = await service.handle(req, controls)
+        if outcome.stream is not None:
+            return StreamingResponse(outcome.stream, media_type="text/event-stream",
+                                     headers={**outcome.headers, "cache-control": "no-cache"})
+        return JSONResponse(outcome.body, headers=outcome.headers)
+
+    @app.get("/v1/models")
+    async def models() -> dict[str, Any]:
+        if hasattr(engine, "list_models"):
+            data = await engine.list_models()
+        else:
+            data = [{"id": engine.model_id, "object": "model", "created": 0, "owned_by": "smartcache"}]
+        return {"object": "list", "data": data}
+
+    @app.get("/health")
+    async def health() -> dict[str, Any]:
+        return {"status": "ok", "model": engine.model_id, "encoder": cache.encoder.name,
+                "entries": len(cache.backend), "cache_enabled": service.settings.cache_enabled}
+
+    @app.get("/metrics")
+    async def metrics() -> Response:
+        return Response(service.metrics.render(), media_type="text/plain; version=0.0.4")
+
+    @app.get("/dashboard", response_class=HTMLResponse)
+    async def dashboard() -> HTMLResponse:
+        page = resources.files("smartcache.gateway").joinpath("static/dashboard.html").read_text("utf-8")
+        return HTMLResponse(page)
+
+    @app.post("/v1/smartcache/feedback")
+    async def feedback(request: Request, body: FeedbackBody) -> dict[str, Any]:
+        """A client's verdict on an answer it was given (the entry id comes in x-smartcache-entry)."""
+        controls = read_controls(request.headers, {})
+        entry = cache.get(body.entry)
+        if entry is None or entry.tenant != controls.tenant:
+            raise EntryNotFound(f"no entry {body.entry} for this tenant")
+        result = cache.feedback(body.entry, body.kind)
+        return {"entry": result.cache_id, "state": result.state.value, "score": result.feedback_score}
+
+    app.include_router(admin_router(service, admin_token))
+    return app

@@ -1,0 +1,457 @@
+"""The chat path of the gateway: look up, then serve a hit or forward to the engine and store.
+
+    hit       the cached answer, as a completion or a replayed stream; the engine is not touched
+    half-hit  forwarded with the history docked byte for byte onto the cached turn, so the
+              engine's prefix cache reuses it; the answer is stored as a new entry
+    miss      forwarded; the answer is stored once it is complete
+    bypass    no lookup (no-cache, tools, n > 1, cache off, a turn that is not the user's)
+
+An answer is written only after the engine finished it normally: never errors,
+truncated or abandoned streams, content-filtered answers, or tool calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import random
+import time
+import unicodedata
+import uuid
+from collections import Counter, deque
+from dataclasses import asdict, dataclass, field
+from typing import Any, AsyncIterator
+
+from smartcache.cache import SmartCache
+from smartcache.decide import Decision, Zone
+from smartcache.engine import EngineError, EngineRequest, Finished, GenerationParams, TextDelta, Usage
+from smartcache.errors import EntryNotFound, InvalidRequest
+from smartcache.gateway.controls import RequestControls
+from smartcache.gateway.metrics import GatewayMetrics
+from smartcache.gateway.schema import ChatCompletionRequest
+from smartcache.gateway.shadow import ShadowVerifier
+
+STATUS_OF_ZONE = {Zone.HIT: "hit", Zone.HALF_HIT: "half-hit", Zone.MISS: "miss"}
+
+
+@dataclass
+class GatewaySettings:
+    cache_enabled: bool = True
+    shadow_rate: float = 0.0              # share of ordinary hits verified in the background
+    regenerate_window_s: float = 60.0     # an identical request within this counts as regenerate
+    default_max_tokens: int = 256
+    recent_decisions: int = 200
+    timeline_bucket_s: float = 10.0
+    timeline_buckets: int = 360
+    replay_chunk_chars: int = 8           # a replayed hit streams in pieces of this many characters
+
+
+@dataclass(frozen=True)
+class DecisionRecord:
+    at: float
+    tenant: str
+    session: str | None
+    status: str
+    entry: str | None
+    similarity: float | None
+    reasons: list[str]
+    prompt_tokens: int
+    saved_tokens: int
+    latency_ms: float
+    question: str
+
+
+@dataclass
+class Outcome:
+    status: str
+    headers: dict[str, str]
+    body: dict[str, Any] | None = None
+    stream: AsyncIterator[bytes] | None = None
+
+
+@dataclass
+class _Answered:
+    at: float
+    entry_id: str | None
+    was_hit: bool
+
+
+@dataclass
+class _Turn:
+    """What one request carries through the path."""
+
+    req: ChatCompletionRequest
+    controls: RequestControls
+    versions: dict[str, str]
+    key: str
+    started: float
+    status: str = "miss"
+    decision: Decision | None = None
+    cacheable: bool = True
+    reasons: list[str] = field(default_factory=list)
+    docked: int = 0
+
+
+def _squash(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", text).split())
+
+
+def dock_history(messages: list[dict[str, Any]], answer: str) -> tuple[list[dict[str, Any]], int]:
+    """Make the assistant turn before the last user turn byte-identical to the cached answer.
+
+    Clients often re-send an answer with whitespace trimmed or re-wrapped; the engine's
+    prefix cache would then miss from that point on. Only a whitespace / width
+    difference is repaired; any other edit is the user's and is left alone.
+    """
+    last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+    for i in range(last_user - 1, -1, -1):
+        m = messages[i]
+        if m.get("role") != "assistant":
+            continue
+        content = m.get("content")
+        if isinstance(content, str) and content != answer and _squash(content) == _squash(answer):
+            docked = list(messages)
+            docked[i] = {**m, "content": answer}
+            return docked, 1
+        break
+    return messages, 0
+
+
+def _chunk(cid: str, created: int, model: str, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+
+def _sse(data: Any) -> bytes:
+    return b"data: " + json.dumps(data, ensure_ascii=False).encode() + b"\n\n"
+
+
+class ChatService:
+    def __init__(self, cache: SmartCache, engine, settings: GatewaySettings | None = None,
+                 metrics: GatewayMetrics | None = None) -> None:
+        self.cache = cache
+        self.engine = engine
+        self.settings = settings or GatewaySettings()
+        self.metrics = metrics or GatewayMetrics(lambda: self.cache.stats().by_state)
+        self.shadow = ShadowVerifier(cache, engine, self.metrics)
+        self.recent: deque[DecisionRecord] = deque(maxlen=self.settings.recent_decisions)
+        self.timeline: dict[int, Counter[str]] = {}
+        self.totals: Counter[str] = Counter()
+        self._answered: dict[str, _Answered] = {}
+        self._last_hit: dict[tuple[str, str], _Answered] = {}
+        self._version_generation: Counter[tuple[str, str]] = Counter()
+
+    # -- versions -----------------------------------------------------------------------
+
+    def versions(self, model: str, controls: RequestControls) -> dict[str, str]:
+        generation = self._version_generation[(controls.tenant, model)] + self._version_generation[
+            (controls.tenant, "*")]
+        kb = f"{controls.kb_version}#{generation}" if generation else controls.kb_version
+        return {"model": model, "tokenizer": self.engine.tokenizer_id, "kb": kb}
+
+    def bump_version(self, tenant: str, model: str | None = None) -> int:
+        """Change the version key of the tenant (of one model, when given): its earlier entries
+        stop matching at once. A whole-tenant bump also marks them invalid; returns how many."""
+        self._version_generation[(tenant, model or "*")] += 1
+        if model is not None:
+            return 0     # entries keep only a digest of their key; they are unreachable and age out
+        gone = 0
+        for entry in self.cache.backend.find(tenant=tenant):
+            if entry.state.value not in ("invalid", "frozen"):
+                self.cache.invalidate(tenant=tenant, cache_id=entry.cache_id)
+                gone += 1
+        return gone
+
+    # -- the chat path ------------------------------------------------------------------
+
+    async def handle(self, req: ChatCompletionRequest, controls: RequestControls) -> Outcome:
+        turn = _Turn(req, controls, self.versions(req.model, controls), self._request_key(req, controls),
+                     time.perf_counter())
+        bypass = self._bypass_reason(req, controls)
+        regenerate = controls.regenerate or self._is_repeat(turn.key)
+        if regenerate:
+            turn.reasons.append("regenerate")
+            await asyncio.to_thread(self._on_regenerate, turn.key)
+        if bypass:
+            turn.status = "bypass"
+            turn.reasons.append(bypass)
+            turn.cacheable = bypass == "no-cache" and not controls.no_store
+        elif not regenerate:
+            began = time.perf_counter()
+            decision = await asyncio.to_thread(self.cache.lookup, req.messages, session=controls.session,
+                                               tenant=controls.tenant, versions=turn.versions)
+            self.metrics.lookup_latency.observe(time.perf_counter() - began)
+            self.metrics.lookups.labels(decision.zone.value).inc()
+            stats = self.cache.stats()
+            self.metrics.hit_rate.set(stats.hit_rate)
+            turn.decision = decision
+            turn.status = STATUS_OF_ZONE[decision.zone]
+            turn.cacheable = decision.cacheable and not controls.no_store
+            turn.reasons.extend(r.code for r in decision.reasons)
+            if decision.has_reason("correction"):
+                await asyncio.to_thread(self._on_correction, controls)
+            if decision.zone is Zone.HIT and decision.entry is not None:
+                return await self._serve_hit(turn)
+        else:
+            turn.cacheable = not controls.no_store
+        messages = req.messages
+        if turn.decision is not None and turn.decision.zone is Zone.HALF_HIT and turn.decision.entry is not None:
+            messages, turn.docked = dock_history(messages, turn.decision.entry.answer.text)
+        return await self._forward(turn, messages)
+
+    def _bypass_reason(self, req: ChatCompletionRequest, controls: RequestControls) -> str | None:
+        if not self.settings.cache_enabled:
+            return "cache_disabled"
+        if req.uses_tools:
+            return "tools"
+        if req.n != 1:
+            return "n_choices"
+        if req.messages[-1].get("role") != "user":
+            return "last_turn_not_user"
+        if controls.no_cache:
+            return "no-cache"
+        return None
+
+    def _request_key(self, req: ChatCompletionRequest, controls: RequestControls) -> str:
+        payload = json.dumps([controls.tenant, controls.session, req.model, req.messages], ensure_ascii=False,
+                             sort_keys=True, default=str)
+        return hashlib.sha256(payload.encode()).hexdigest()
+
+    def _is_repeat(self, key: str) -> bool:
+        seen = self._answered.get(key)
+        return seen is not None and time.time() - seen.at <= self.settings.regenerate_window_s
+
+    def _on_regenerate(self, key: str) -> None:
+        seen = self._answered.pop(key, None)
+        if seen is None or seen.entry_id is None:
+            return
+        if seen.was_hit:
+            self.metrics.pollution.inc()
+            self.totals["pollution"] += 1
+        try:
+            self.cache.feedback(seen.entry_id, "regenerate")
+        except EntryNotFound:
+            pass
+
+    def _on_correction(self, controls: RequestControls) -> None:
+        if controls.session is None:
+            return
+        hit = self._last_hit.pop((controls.tenant, controls.session), None)
+        if hit is not None and time.time() - hit.at <= self.settings.regenerate_window_s:
+            self.metrics.pollution.inc()
+            self.totals["pollution"] += 1
+            try:
+                self.cache.feedback(hit.entry_id, "negative")   # type: ignore[arg-type]
+            except EntryNotFound:
+                pass
+
+    def _params(self, req: ChatCompletionRequest) -> GenerationParams:
+        return GenerationParams(
+            max_tokens=req.max_completion_tokens or req.max_tokens or self.settings.default_max_tokens,
+            temperature=req.temperature if req.temperature is not None else 0.0,
+            top_p=req.top_p if req.top_p is not None else 1.0, seed=req.seed, stop=req.stop_list())
+
+    def _engine_request(self, req: ChatCompletionRequest, messages: list[dict[str, Any]]) -> EngineRequest:
+        return EngineRequest(req.model, messages, self._params(req), req.passthrough())
+
+    def _headers(self, turn: _Turn) -> dict[str, str]:
+        d = turn.decision
+        headers = {"x-smartcache-status": turn.status,
+                   "x-smartcache-reason": ",".join(dict.fromkeys(turn.reasons)) or "none"}
+        if d is not None and d.entry is not None:
+            headers["x-smartcache-entry"] = d.entry.cache_id
+        if d is not None and d.scores.turn is not None:
+            headers["x-smartcache-similarity"] = f"{d.scores.turn:.4f}"
+        if turn.docked:
+            headers["x-smartcache-docked"] = str(turn.docked)
+        return headers
+
+    # -- hits ---------------------------------------------------------------------------
+
+    async def _serve_hit(self, turn: _Turn) -> Outcome:
+        d = turn.decision
+        assert d is not None and d.entry is not None
+        entry, req = d.entry, turn.req
+        answer = entry.answer.text
+        prompt_tokens, completion_tokens = await asyncio.to_thread(self._count, req.messages, answer)
+        usage = Usage(prompt_tokens, completion_tokens, cached_tokens=prompt_tokens)
+        now = time.time()
+        self._answered[turn.key] = _Answered(now, entry.cache_id, True)
+        if turn.controls.session:
+            self._last_hit[(turn.controls.tenant, turn.controls.session)] = _Answered(now, entry.cache_id, True)
+        if d.verify or (self.settings.shadow_rate > 0 and random.random() < self.settings.shadow_rate):
+            self.shadow.schedule(entry, self._engine_request(req, req.messages))
+        self.metrics.saved_prompt_tokens.labels("hit").inc(prompt_tokens)
+        headers = self._headers(turn)
+        cid, created = f"chatcmpl-{uuid.uuid4().hex}", int(now)
+        if not req.stream:
+            self._finish_turn(turn, usage, saved=prompt_tokens, first_token_at=time.perf_counter())
+            return Outcome(turn.status, headers, body=self._completion(cid, created, req.model, answer, "stop",
+                                                                       usage, turn))
+        return Outcome(turn.status, headers, stream=self._replay(turn, cid, created, answer, usage))
+
+    def _count(self, messages: list[dict[str, Any]], answer: str) -> tuple[int, int]:
+        counter = getattr(self.engine, "count_text_tokens", None)
+        completion = counter(answer) if counter else self.engine.count_tokens([{"role": "assistant",
+                                                                                "content": answer}])
+        return self.engine.count_tokens(messages), completion
+
+    async def _replay(self, turn: _Turn, cid: str, created: int, answer: str, usage: Usage) -> AsyncIterator[bytes]:
+        model, step = turn.req.model, self.settings.replay_chunk_chars
+        yield _sse(_chunk(cid, created, model, {"role": "assistant", "content": ""}))
+        first = None
+        for i in range(0, len(answer), step):
+            yield _sse(_chunk(cid, created, model, {"content": answer[i:i + step]}))
+            first = first or time.perf_counter()
+        yield _sse(_chunk(cid, created, model, {}, "stop"))
+        if turn.req.stream_options and turn.req.stream_options.include_usage:
+            yield _sse({"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
+                        "choices": [], "usage": usage.to_json()})
+        self._finish_turn(turn, usage, saved=usage.prompt_tokens, first_token_at=first)
+        yield b"data: [DONE]\n\n"
+
+    # -- forwarding ---------------------------------------------------------------------
+
+    async def _forward(self, turn: _Turn, messages: list[dict[str, Any]]) -> Outcome:
+        request = self._engine_request(turn.req, messages)
+        events = self.engine.stream(request).__aiter__()
+        try:
+            first = await events.__anext__()      # errors before any output get a real HTTP status
+        except EngineError as exc:
+            self.metrics.engine_errors.labels(exc.code).inc()
+            raise
+        headers = self._headers(turn)
+        if not turn.req.stream:
+            text, final = [], None
+            event = first
+            while True:
+                if isinstance(event, TextDelta):
+                    text.append(event.text)
+                else:
+                    final = event
+                try:
+                    event = await events.__anext__()
+                except StopAsyncIteration:
+                    break
+            assert final is not None
+            answer = "".join(text)
+            await self._after_answer(turn, answer, final)
+            body = self._completion(f"chatcmpl-{uuid.uuid4().hex}", int(time.time()), turn.req.model, answer,
+                                    final.finish_reason, final.usage, turn)
+            return Outcome(turn.status, headers, body=body)
+        return Outcome(turn.status, headers, stream=self._relay(turn, first, events))
+
+    async def _relay(self, turn: _Turn, first, events) -> AsyncIterator[bytes]:
+        req = turn.req
+        cid, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
+        include_usage = bool(req.stream_options and req.stream_options.include_usage)
+        parts: list[str] = []
+        first_token_at = None
+        sent_role = saw_raw = False
+        event = first
+        try:
+            while True:
+                if isinstance(event, TextDelta):
+                    parts.append(event.text)
+                    if event.text and first_token_at is None:
+                        first_token_at = time.perf_counter()
+                    if event.raw is not None:
+                        saw_raw = True
+                        # An upstream's own chunks go out unchanged, except the usage chunk
+                        # we asked for on the client's behalf.
+                        if event.raw.get("choices") or include_usage:
+                            yield _sse(event.raw)
+                    else:
+                        if not sent_role:
+                            yield _sse(_chunk(cid, created, req.model, {"role": "assistant", "content": ""}))
+                            sent_role = True
+                        yield _sse(_chunk(cid, created, req.model, {"content": event.text}))
+                else:
+                    final: Finished = event
+                    if not saw_raw:
+                        if not sent_role:
+                            yield _sse(_chunk(cid, created, req.model, {"role": "assistant", "content": ""}))
+                        yield _sse(_chunk(cid, created, req.model, {}, final.finish_reason))
+                        if include_usage:
+                            yield _sse({"id": cid, "object": "chat.completion.chunk", "created": created,
+                                        "model": req.model, "choices": [], "usage": final.usage.to_json()})
+                    await self._after_answer(turn, "".join(parts), final, first_token_at=first_token_at)
+                    yield b"data: [DONE]\n\n"
+                    return
+                event = await events.__anext__()
+        except StopAsyncIteration:
+            return      # the engine ended without finishing the answer: nothing is stored
+        except EngineError as exc:
+            # Headers are gone already: report in-band, store nothing.
+            self.metrics.engine_errors.labels(exc.code).inc()
+            yield _sse({"error": {"message": str(exc), "type": "engine_error", "code": exc.code, "param": None}})
+            yield b"data: [DONE]\n\n"
+        finally:
+            await events.aclose()
+
+    async def _after_answer(self, turn: _Turn, answer: str, final: Finished, *,
+                            first_token_at: float | None = None) -> None:
+        controls = turn.controls
+        entry_id = None
+        if not turn.cacheable:
+            self.metrics.stores.labels("not_cacheable").inc()
+        elif final.finish_reason != "stop" or final.tool_calls:
+            self.metrics.stores.labels(f"finish_{final.finish_reason}").inc()
+        elif controls.session is None:
+            self.metrics.stores.labels("no_session").inc()
+        else:
+            try:
+                result = await asyncio.to_thread(
+                    self.cache.store, turn.req.messages, answer, session=controls.session, tenant=controls.tenant,
+                    versions=turn.versions, ttl=controls.ttl, prompt_tokens=final.usage.prompt_tokens)
+            except InvalidRequest:
+                result = None
+            self.metrics.stores.labels("stored" if result and result.stored else "refused").inc()
+            entry_id = result.cache_id if result and result.stored else None
+        self._answered[turn.key] = _Answered(time.time(), entry_id, False)
+        if len(self._answered) > 10000:
+            cutoff = time.time() - self.settings.regenerate_window_s
+            self._answered = {k: v for k, v in self._answered.items() if v.at >= cutoff}
+        if final.usage.cached_tokens:
+            self.metrics.saved_prompt_tokens.labels("kv_prefix").inc(final.usage.cached_tokens)
+        self._finish_turn(turn, final.usage, saved=final.usage.cached_tokens, first_token_at=first_token_at)
+
+    # -- bookkeeping --------------------------------------------------------------------
+
+    def _completion(self, cid: str, created: int, model: str, answer: str, finish: str, usage: Usage,
+                    turn: _Turn) -> dict[str, Any]:
+        return {"id": cid, "object": "chat.completion", "created": created, "model": model,
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": answer},
+                             "finish_reason": finish}],
+                "usage": usage.to_json(),
+                "smartcache": {"status": turn.status, "reasons": turn.reasons,
+                               "entry": turn.decision.entry.cache_id if turn.decision and turn.decision.entry
+                               else None}}
+
+    def _finish_turn(self, turn: _Turn, usage: Usage, *, saved: int, first_token_at: float | None) -> None:
+        now = time.perf_counter()
+        total = now - turn.started
+        self.metrics.requests.labels(turn.status).inc()
+        self.metrics.latency.labels(turn.status).observe(total)
+        if first_token_at is not None:
+            self.metrics.ttft.labels(turn.status).observe(first_token_at - turn.started)
+        self.totals[turn.status] += 1
+        self.totals["saved_tokens"] += saved
+        self.totals["prompt_tokens"] += usage.prompt_tokens
+        bucket = int(time.time() // self.settings.timeline_bucket_s)
+        self.timeline.setdefault(bucket, Counter())[turn.status] += 1
+        self.timeline[bucket]["saved_tokens"] += saved
+        for old in [b for b in self.timeline if b <= bucket - self.settings.timeline_buckets]:
+            del self.timeline[old]
+        d = turn.decision
+        question = next((str(m.get("content")) for m in reversed(turn.req.messages) if m.get("role") == "user"), "")
+        self.recent.append(DecisionRecord(
+            at=time.time(), tenant=turn.controls.tenant, session=turn.controls.session, status=turn.status,
+            entry=d.entry.cache_id if d and d.entry else None,
+            similarity=round(d.scores.turn, 4) if d and d.scores.turn is not None else None,
+            reasons=[str(r) for r in d.reasons] if d else list(turn.reasons), prompt_tokens=usage.prompt_tokens,
+            saved_tokens=saved, latency_ms=round(total * 1000, 2), question=question[:120]))
+
+    def recent_json(self, limit: int = 50) -> list[dict[str, Any]]:
+        return [asdict(r) for r in list(self.recent)[-limit:]][::-1]
