@@ -13,7 +13,9 @@ token by token, and no two forward passes ever run at once.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
+import io
 import logging
 import os
 import threading
@@ -75,17 +77,11 @@ class LocalEngine:
         folder = gguf_location()
         self._torch = torch
         self.tokenizer = AutoTokenizer.from_pretrained(str(folder), gguf_file=GGUF_FILE)
-        quiet = os.environ.get("TQDM_DISABLE")
-        os.environ["TQDM_DISABLE"] = "1"     # the GGUF de-quantisation bar would flood the server log
-        try:
+        # The GGUF de-quantisation progress bar (tqdm, on stderr) would flood the server log.
+        with contextlib.redirect_stderr(io.StringIO()):
             self.model = AutoModelForCausalLM.from_pretrained(
                 str(folder), gguf_file=GGUF_FILE, dtype=torch.float32,
                 attn_implementation=attn_implementation).eval()
-        finally:
-            if quiet is None:
-                os.environ.pop("TQDM_DISABLE", None)
-            else:
-                os.environ["TQDM_DISABLE"] = quiet
         self.context_length = int(self.model.config.max_position_embeddings)
         self.eos_ids = {int(self.tokenizer.convert_tokens_to_ids(t)) for t in ("<|im_end|>", "<|endoftext|>")}
         self.kv = RadixKVCache(kv_budget_mb * 1024 * 1024)

@@ -91,6 +91,7 @@ class _Turn:
     cacheable: bool = True
     reasons: list[str] = field(default_factory=list)
     docked: int = 0
+    messages: list[dict[str, Any]] = field(default_factory=list)    # as looked up, sent and stored
 
 
 def _squash(text: str) -> str:
@@ -168,6 +169,7 @@ class ChatService:
     async def handle(self, req: ChatCompletionRequest, controls: RequestControls) -> Outcome:
         turn = _Turn(req, controls, self.versions(req.model, controls), self._request_key(req, controls),
                      time.perf_counter())
+        turn.messages, turn.docked = await asyncio.to_thread(self._dock, req.messages, controls)
         bypass = self._bypass_reason(req, controls)
         regenerate = controls.regenerate or self._is_repeat(turn.key)
         if regenerate:
@@ -179,7 +181,7 @@ class ChatService:
             turn.cacheable = bypass == "no-cache" and not controls.no_store
         elif not regenerate:
             began = time.perf_counter()
-            decision = await asyncio.to_thread(self.cache.lookup, req.messages, session=controls.session,
+            decision = await asyncio.to_thread(self.cache.lookup, turn.messages, session=controls.session,
                                                tenant=controls.tenant, versions=turn.versions)
             self.metrics.lookup_latency.observe(time.perf_counter() - began)
             self.metrics.lookups.labels(decision.zone.value).inc()
@@ -195,10 +197,23 @@ class ChatService:
                 return await self._serve_hit(turn)
         else:
             turn.cacheable = not controls.no_store
-        messages = req.messages
-        if turn.decision is not None and turn.decision.zone is Zone.HALF_HIT and turn.decision.entry is not None:
-            messages, turn.docked = dock_history(messages, turn.decision.entry.answer.text)
-        return await self._forward(turn, messages)
+        return await self._forward(turn, turn.messages)
+
+    def _dock(self, messages: list[dict[str, Any]], controls: RequestControls) -> tuple[list[dict[str, Any]], int]:
+        """Restore the bytes of an answer this session was given, when the client re-sent it
+        reformatted: the lookup then sees the same history, and the engine the same prefix."""
+        if controls.session is None or len(messages) < 3:
+            return messages, 0
+        last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+        previous = messages[last_user - 1] if last_user > 0 else {}
+        content = previous.get("content")
+        if previous.get("role") != "assistant" or not isinstance(content, str):
+            return messages, 0
+        squashed = _squash(content)
+        for entry in self.cache.backend.find(tenant=controls.tenant, session_id=controls.session):
+            if entry.answer.text != content and _squash(entry.answer.text) == squashed:
+                return dock_history(messages, entry.answer.text)
+        return messages, 0
 
     def _bypass_reason(self, req: ChatCompletionRequest, controls: RequestControls) -> str | None:
         if not self.settings.cache_enabled:
@@ -274,14 +289,14 @@ class ChatService:
         assert d is not None and d.entry is not None
         entry, req = d.entry, turn.req
         answer = entry.answer.text
-        prompt_tokens, completion_tokens = await asyncio.to_thread(self._count, req.messages, answer)
+        prompt_tokens, completion_tokens = await asyncio.to_thread(self._count, turn.messages, answer)
         usage = Usage(prompt_tokens, completion_tokens, cached_tokens=prompt_tokens)
         now = time.time()
         self._answered[turn.key] = _Answered(now, entry.cache_id, True)
         if turn.controls.session:
             self._last_hit[(turn.controls.tenant, turn.controls.session)] = _Answered(now, entry.cache_id, True)
         if d.verify or (self.settings.shadow_rate > 0 and random.random() < self.settings.shadow_rate):
-            self.shadow.schedule(entry, self._engine_request(req, req.messages))
+            self.shadow.schedule(entry, self._engine_request(req, turn.messages))
         self.metrics.saved_prompt_tokens.labels("hit").inc(prompt_tokens)
         headers = self._headers(turn)
         cid, created = f"chatcmpl-{uuid.uuid4().hex}", int(now)
@@ -403,7 +418,7 @@ class ChatService:
         else:
             try:
                 result = await asyncio.to_thread(
-                    self.cache.store, turn.req.messages, answer, session=controls.session, tenant=controls.tenant,
+                    self.cache.store, turn.messages, answer, session=controls.session, tenant=controls.tenant,
                     versions=turn.versions, ttl=controls.ttl, prompt_tokens=final.usage.prompt_tokens)
             except InvalidRequest:
                 result = None

@@ -1,0 +1,308 @@
+"""The gateway in process (Starlette's TestClient) on the real bundled engine and encoder."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fastapi.testclient import TestClient
+
+from smartcache import SmartCache, load_config
+from smartcache.gateway import GatewaySettings, RequestControls, create_app, dock_history
+
+MODEL = "smollm2-135m-instruct"
+SYSTEM = {"role": "system", "content": "You are a concise assistant."}
+
+
+def U(text):
+    return {"role": "user", "content": text}
+
+
+@pytest.fixture
+def gateway(local_engine, encoder):
+    def make(**settings):
+        cache = SmartCache(load_config(lifecycle={"promotion_window_s": 0.0}), encoder=encoder)
+        app = create_app(cache, local_engine, GatewaySettings(**settings), close_engine=False)
+        return TestClient(app)
+    return make
+
+
+@pytest.fixture
+def client(gateway):
+    with gateway() as c:
+        yield c
+
+
+def chat(client, messages, *, session="s1", headers=None, **body):
+    """One request. SmolLM2 is verbose: a stop at the first line break or 。 keeps answers short
+    and complete (an answer cut by max_tokens is, rightly, never cached)."""
+    h = {"x-session-id": session, **(headers or {})} if session else dict(headers or {})
+    payload = {"model": MODEL, "messages": messages, "max_tokens": 64, "stop": ["\n", "。"], **body}
+    return client.post("/v1/chat/completions", json=payload, headers=h)
+
+
+def sse_events(response):
+    events = []
+    for line in response.text.splitlines():
+        if line.startswith("data: "):
+            events.append(line[6:] if line[6:] == "[DONE]" else json.loads(line[6:]))
+    return events
+
+
+def test_miss_then_paraphrase_hit_without_the_engine(client, local_engine):
+    first = chat(client, [SYSTEM, U("How do I reset my password?")])
+    assert first.status_code == 200 and first.headers["x-smartcache-status"] == "miss"
+    answer = first.json()["choices"][0]["message"]["content"]
+    lookups_before = local_engine.kv.stats().lookups
+    second = chat(client, [SYSTEM, U("How can I reset my password")])
+    assert second.headers["x-smartcache-status"] == "hit", second.headers
+    assert second.json()["choices"][0]["message"]["content"] == answer
+    assert local_engine.kv.stats().lookups == lookups_before          # the engine was not touched
+    assert float(second.headers["x-smartcache-similarity"]) >= 0.8
+    usage = second.json()["usage"]
+    assert usage["prompt_tokens_details"]["cached_tokens"] == usage["prompt_tokens"] > 0
+    assert second.json()["id"] != first.json()["id"]
+    assert "semantic_match" in second.headers["x-smartcache-reason"]
+
+
+def test_hit_replayed_as_a_stream(client):
+    chat(client, [SYSTEM, U("How do I reset my password?")])
+    r = chat(client, [SYSTEM, U("How can I reset my password")], stream=True,
+             stream_options={"include_usage": True})
+    assert r.headers["content-type"].startswith("text/event-stream")
+    assert r.headers["x-smartcache-status"] == "hit"
+    events = sse_events(r)
+    assert events[-1] == "[DONE]"
+    chunks = events[:-1]
+    assert all(c["object"] == "chat.completion.chunk" for c in chunks)
+    assert chunks[0]["choices"][0]["delta"]["role"] == "assistant"
+    assert chunks[-2]["choices"][0]["finish_reason"] == "stop"
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["prompt_tokens_details"]["cached_tokens"] > 0
+    text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks if c["choices"])
+    assert text.strip()
+
+
+def test_condition_change_is_a_half_hit_reusing_the_kv_prefix(client):
+    first = [SYSTEM, U("周末去杭州玩三天，预算五千以内，帮我排个行程")]
+    r1 = chat(client, first)
+    answer = r1.json()["choices"][0]["message"]["content"]
+    follow = first + [{"role": "assistant", "content": answer}, U("预算提高到一万")]
+    r2 = chat(client, follow, max_tokens=16)
+    assert r2.headers["x-smartcache-status"] == "half-hit", r2.headers
+    usage = r2.json()["usage"]
+    assert usage["prompt_tokens_details"]["cached_tokens"] > 0.7 * usage["prompt_tokens"]
+
+
+def test_half_hit_docks_a_reformatted_answer_back_to_its_bytes(client):
+    first = [SYSTEM, U("周末去杭州玩三天，预算五千以内，帮我排个行程")]
+    r1 = chat(client, first)
+    answer = r1.json()["choices"][0]["message"]["content"]
+    trimmed = "  " + answer.replace(" ", "  ") + "\n"
+    r2 = chat(client, first + [{"role": "assistant", "content": trimmed}, U("预算提高到一万")], max_tokens=8)
+    assert r2.headers["x-smartcache-status"] == "half-hit"
+    if trimmed != answer:
+        assert r2.headers["x-smartcache-docked"] == "1"
+    usage = r2.json()["usage"]
+    assert usage["prompt_tokens_details"]["cached_tokens"] > 0.7 * usage["prompt_tokens"]
+
+
+def test_dock_history_repairs_whitespace_only():
+    msgs = [U("q"), {"role": "assistant", "content": "a  b\n", "reasoning_content": "r"}, U("next")]
+    docked, n = dock_history(msgs, "a b")
+    assert n == 1 and docked[1] == {"role": "assistant", "content": "a b", "reasoning_content": "r"}
+    assert msgs[1]["content"] == "a  b\n"                     # the caller's list is untouched
+    assert dock_history(msgs, "a c") == (msgs, 0)
+
+
+def test_entity_change_is_not_served(client):
+    chat(client, [SYSTEM, U("周末去杭州玩三天，预算五千以内，帮我排个行程")])
+    r = chat(client, [SYSTEM, U("周末去苏州玩三天，预算五千以内，帮我排个行程")])
+    assert r.headers["x-smartcache-status"] == "miss"
+    assert "entity_change" in r.headers["x-smartcache-reason"]
+
+
+def test_sessions_and_tenants_are_isolated(client):
+    chat(client, [SYSTEM, U("How do I reset my password?")], session="alice")
+    other = chat(client, [SYSTEM, U("How can I reset my password")], session="bob")
+    assert other.headers["x-smartcache-status"] == "miss"
+    tenant = chat(client, [SYSTEM, U("How can I reset my password")], session="alice",
+                  headers={"x-tenant-id": "other-co"})
+    assert tenant.headers["x-smartcache-status"] == "miss"
+    keyed = chat(client, [SYSTEM, U("How can I reset my password")], session="alice",
+                 headers={"authorization": "Bearer sk-someone-else"})
+    assert keyed.headers["x-smartcache-status"] == "miss"
+
+
+def test_version_key_follows_system_prompt_and_kb_version(client):
+    chat(client, [SYSTEM, U("How do I reset my password?")])
+    changed = chat(client, [{"role": "system", "content": "You are a pirate."}, U("How can I reset my password")])
+    assert changed.headers["x-smartcache-status"] == "miss"
+    kb = chat(client, [SYSTEM, U("How can I reset my password")], headers={"x-kb-version": "2026-12"})
+    assert kb.headers["x-smartcache-status"] == "miss"
+
+
+def test_cache_control_headers(client):
+    r = chat(client, [SYSTEM, U("How do I reset my password?")], headers={"cache-control": "no-store"})
+    assert r.headers["x-smartcache-status"] == "miss"
+    assert client.get("/admin/entries").json()["total"] == 0
+    chat(client, [SYSTEM, U("How do I reset my password?")], headers={"x-smartcache-ttl": "3600"})
+    entry = client.get("/admin/entries").json()["data"][0]
+    assert entry["expires_at"] - entry["created_at"] == pytest.approx(3600)
+    r = chat(client, [SYSTEM, U("How can I reset my password")], headers={"cache-control": "no-cache"})
+    assert r.headers["x-smartcache-status"] == "bypass"
+
+
+def test_repeat_counts_as_regenerate_and_kills_the_pending_answer(gateway, local_engine, encoder):
+    cache = SmartCache(load_config(lifecycle={"promotion_window_s": 30.0}), encoder=encoder)
+    with TestClient(create_app(cache, local_engine, close_engine=False)) as c:
+        msgs = [SYSTEM, U("How do I reset my password?")]
+        chat(c, msgs)
+        first_id = c.get("/admin/entries").json()["data"][0]["id"]
+        again = chat(c, msgs)
+        assert again.headers["x-smartcache-status"] == "miss"
+        assert "regenerate" in again.headers["x-smartcache-reason"]
+        assert c.get(f"/admin/entries/{first_id}").json()["state"] == "invalid"
+        explicit = chat(c, [SYSTEM, U("How can I reset my password")], headers={"x-smartcache-regenerate": "1"})
+        assert "regenerate" in explicit.headers["x-smartcache-reason"]
+
+
+def test_regenerating_a_served_hit_counts_as_pollution(client):
+    chat(client, [SYSTEM, U("How do I reset my password?")])
+    probe = [SYSTEM, U("How can I reset my password")]
+    hit = chat(client, probe)
+    assert hit.headers["x-smartcache-status"] == "hit"
+    entry = hit.headers["x-smartcache-entry"]
+    chat(client, probe)                                           # the user asks again: regenerate
+    stats = client.get("/admin/stats").json()
+    assert stats["pollution"] == 1
+    assert client.get(f"/admin/entries/{entry}").json()["feedback_score"] < 1.0
+    assert "smartcache_cache_pollution_total 1.0" in client.get("/metrics").text
+
+
+def test_correction_invalidates_the_session(client):
+    first = [SYSTEM, U("Deploy the service with plan A")]
+    r1 = chat(client, first)
+    follow = first + [{"role": "assistant", "content": r1.json()["choices"][0]["message"]["content"]},
+                      U("No, that's wrong, use plan B instead")]
+    r2 = chat(client, follow)
+    assert r2.headers["x-smartcache-status"] == "miss" and "correction" in r2.headers["x-smartcache-reason"]
+    states = {e["state"] for e in client.get("/admin/entries?session=s1").json()["data"]}
+    assert "invalid" in states
+
+
+def test_never_stored_tools_truncation_and_time_sensitive(client):
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+    r = chat(client, [SYSTEM, U("How do I reset my password?")], tools=tools)
+    assert r.headers["x-smartcache-status"] == "bypass" and "tools" in r.headers["x-smartcache-reason"]
+    r = chat(client, [SYSTEM, U("Explain how the tides work")], max_tokens=2)
+    assert r.json()["choices"][0]["finish_reason"] == "length"
+    r = chat(client, [SYSTEM, U("What is the weather in Paris today?")])
+    assert r.headers["x-smartcache-status"] == "miss"
+    assert client.get("/admin/entries").json()["total"] == 0
+
+
+def test_bad_input_gets_openai_style_4xx(client):
+    cases = [
+        (client.post("/v1/chat/completions", content=b"{not json", headers={"content-type": "application/json"}), 400),
+        (client.post("/v1/chat/completions", json=[1, 2]), 400),
+        (client.post("/v1/chat/completions", json={"model": MODEL}), 400),
+        (client.post("/v1/chat/completions", json={"model": MODEL, "messages": []}), 400),
+        (client.post("/v1/chat/completions", json={"model": MODEL, "messages": [{"role": "wizard", "content": "x"}]}),
+         400),
+        (client.post("/v1/chat/completions", json={"model": MODEL, "messages": [U("x")], "temperature": 7}), 400),
+        (chat(client, [U("x")], headers={"x-smartcache-ttl": "soon"}), 400),
+        (chat(client, [U("x")], headers={"x-smartcache-ttl": "-5"}), 400),
+        (client.post("/v1/chat/completions", json={"model": "gpt-9", "messages": [U("x")]}), 404),
+        (chat(client, [U("word " * 9000)]), 400),
+        (client.get("/admin/entries/nope"), 404),
+        (client.post("/admin/entries/nope/feedback", json={"kind": "negative"}), 404),
+        (client.post("/admin/entries/nope/feedback", json={"kind": "meh"}), 400),
+        (client.get("/admin/entries?state=bogus"), 400),
+    ]
+    for response, status in cases:
+        assert response.status_code == status, response.text
+        error = response.json()["error"]
+        assert error["message"] and error["type"]
+    assert client.get("/health").json()["status"] == "ok"
+
+
+def test_admin_api_lists_inspects_promotes_and_drops(client):
+    chat(client, [SYSTEM, U("How do I reset my password?")], session="s9")
+    listed = client.get("/admin/entries?session=s9").json()
+    assert listed["total"] == 1
+    entry_id = listed["data"][0]["id"]
+    full = client.get(f"/admin/entries/{entry_id}").json()
+    assert full["signature"]["text"] and full["version_key"]
+    promoted = client.post(f"/admin/entries/{entry_id}/promote", json={"to_global": True}).json()
+    assert promoted["scope"] == "global"
+    # A global FAQ entry is served to another session of the tenant.
+    other = chat(client, [SYSTEM, U("How can I reset my password")], session="s10")
+    assert other.headers["x-smartcache-status"] == "hit"
+    fb = client.post(f"/admin/entries/{entry_id}/feedback", json={"kind": "negative"}).json()
+    assert fb["score"] < 1.0
+    assert client.delete(f"/admin/entries/{entry_id}").json()["deleted"] is True
+    assert client.get(f"/admin/entries/{entry_id}").status_code == 404
+
+
+def test_admin_invalidation_and_version_bump(client):
+    chat(client, [SYSTEM, U("How do I reset my password?")])
+    n = client.post("/admin/sessions/s1/invalidate?tenant=default").json()["invalidated"]
+    assert n == 1
+    assert chat(client, [SYSTEM, U("How can I reset my password")]).headers["x-smartcache-status"] == "miss"
+    chat(client, [SYSTEM, U("How do I install docker on ubuntu?")], session="s2")
+    bumped = client.post("/admin/versions/bump", json={"tenant": "default"}).json()
+    assert bumped["invalidated"] >= 1
+    r = chat(client, [SYSTEM, U("How can I install docker on ubuntu")], session="s2")
+    assert r.headers["x-smartcache-status"] == "miss"
+
+
+def test_client_feedback_endpoint_is_scoped_to_the_tenant(client):
+    r = chat(client, [SYSTEM, U("How do I reset my password?")])
+    entry = client.get("/admin/entries").json()["data"][0]["id"]
+    denied = client.post("/v1/smartcache/feedback", json={"entry": entry, "kind": "negative"},
+                         headers={"x-tenant-id": "intruder"})
+    assert denied.status_code == 404
+    ok = client.post("/v1/smartcache/feedback", json={"entry": entry, "kind": "negative"})
+    assert ok.status_code == 200 and ok.json()["state"] == "invalid"     # negative on pending kills it
+    assert r.status_code == 200
+
+
+def test_admin_token(gateway):
+    with gateway() as c:
+        pass
+    from smartcache.gateway.app import create_app as make
+    app = make(c.app.state.service.cache, c.app.state.service.engine, admin_token="s3cret", close_engine=False)
+    with TestClient(app) as c2:
+        assert c2.get("/admin/stats").status_code == 401
+        assert c2.get("/admin/stats", headers={"authorization": "Bearer s3cret"}).status_code == 200
+
+
+def test_metrics_and_models(client):
+    chat(client, [SYSTEM, U("How do I reset my password?")])
+    chat(client, [SYSTEM, U("How can I reset my password")])
+    text = client.get("/metrics").text
+    for name in ("smartcache_lookups_total{zone=\"hit\"} 1.0", "smartcache_hit_rate",
+                 "smartcache_saved_prompt_tokens_total{kind=\"hit\"}", "smartcache_request_seconds_bucket",
+                 "smartcache_time_to_first_token_seconds", "smartcache_entries{state=\"ready\"}",
+                 "smartcache_cache_pollution_total"):
+        assert name in text, name
+    models = client.get("/v1/models").json()
+    assert models["data"][0]["id"] == MODEL
+
+
+def test_shadow_drops_a_suspect_entry_the_engine_contradicts(client):
+    service = client.app.state.service
+    cache = service.cache
+    versions = service.versions(MODEL, RequestControls(tenant="default", session="s1"))
+    stored = cache.store([SYSTEM, U("How do I reset my password?")], "Bananas are yellow and rich in potassium.",
+                         session="s1", versions=versions)
+    cache.promote(stored.cache_id)
+    cache.feedback(stored.cache_id, "negative")       # 0.5: suspect, still recalled, served with verification
+    assert cache.get(stored.cache_id).state.value == "suspect"
+    r = chat(client, [SYSTEM, U("How can I reset my password")])
+    assert r.headers["x-smartcache-status"] == "hit", r.headers
+    client.portal.call(client.app.state.service.shadow.drain)
+    verdicts = client.app.state.service.shadow.verdicts
+    assert verdicts and verdicts[-1][0] == stored.cache_id and verdicts[-1][1].outcome == "drop"
+    assert cache.get(stored.cache_id).state.value == "invalid"
+    assert 'smartcache_shadow_total{outcome="drop"} 1.0' in client.get("/metrics").text
