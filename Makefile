@@ -1,14 +1,16 @@
 # The two commands a user needs (see README):
+#   make serve   build the venv if needed, then start the gateway on 127.0.0.1:8080
+#                (bundled CPU engine, in-process store, real encoder); ARGS="..." adds flags
 #   make test    build the venv if needed, then run the test suite
-#   make demo    build the venv if needed, then explain a sample decision
 # Both install everything themselves from the pinned requirement files.
+# make demo explains one sample decision without starting a server.
 
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv test demo clean
+.PHONY: venv serve test browser demo bench clean
 
 venv: $(STAMP)
 
@@ -20,8 +22,21 @@ $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	$(PY) -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
-test: $(STAMP)
+serve: $(STAMP)
+	$(VENV)/bin/smartcache serve $(ARGS)
+
+# The dashboard test renders the page in Debian's headless Chromium; install it when
+# missing (needs root; without it the test skips and says why).
+browser:
+	@command -v chromium >/dev/null 2>&1 || apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1 \
+	  || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1; } \
+	  || echo "note: chromium could not be installed; the dashboard test will be skipped"
+
+test: $(STAMP) browser
 	$(PY) -m pytest -q
+
+bench: $(STAMP)
+	$(PY) scripts/bench_gateway.py
 
 demo: $(STAMP)
 	$(VENV)/bin/smartcache explain examples/hotel-breakfast.json

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 import pytest
 
 from smartcache import SmartCache, load_config
@@ -66,3 +69,49 @@ def local_engine():
     """The bundled SmolLM2 engine, loaded once (about 25 s) and shared by the engine and gateway tests."""
     from smartcache.engine.local import LocalEngine
     return LocalEngine(kv_budget_mb=256)
+
+
+def free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def gateway_server():
+    """``smartcache serve`` as a user starts it (bundled engine, in-process store, real encoder),
+    on a free 127.0.0.1 port, stopped at the end. Yields its base URL."""
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+
+    port = free_port()
+    log = open(os.path.join(tempfile.gettempdir(), f"smartcache-serve-{port}.log"), "w")
+    proc = subprocess.Popen([sys.executable, "-m", "smartcache.cli", "serve", "--host", "127.0.0.1",
+                             "--port", str(port), "--promotion-window", "1", "--regenerate-window", "2",
+                             "--log-level", "warning"], stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 240
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"smartcache serve exited with {proc.returncode}; see {log.name}")
+            try:
+                if httpx.get(base + "/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.time() > deadline:
+                raise RuntimeError(f"smartcache serve did not come up in 240 s; see {log.name}")
+            time.sleep(0.5)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
