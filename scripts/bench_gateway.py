@@ -104,9 +104,22 @@ async def run(max_tokens: int) -> list[dict]:
             history = messages + [{"role": "assistant", "content": live["text"]}]
             # Put the history's KV back as a live server would have it after this turn.
             await request(client, history + [{"role": "user", "content": "ok"}], {"cache-control": "no-store"}, 1)
+    rows[-1]["exactness"] = exactness(engine, history + [{"role": "user", "content": "Thanks!"}])
     server.should_exit = True
     await engine.aclose()
     return rows
+
+
+def exactness(engine: LocalEngine, messages) -> dict:
+    """Logits of the final prompt computed with the history's KV reused versus a full prefill."""
+    import torch
+    ids = engine.encode_messages(messages)
+    fresh, _ = engine.prompt_logits(ids, reuse=False)
+    reused, start = engine.prompt_logits(ids, reuse=True)
+    tail = fresh[start:]
+    return {"prompt_tokens": len(ids), "reused_tokens": start,
+            "max_abs_logit_diff": float((tail - reused).abs().max()),
+            "argmax_equal": bool(torch.equal(tail.argmax(-1), reused.argmax(-1)))}
 
 
 def print_table(rows: list[dict]) -> None:
@@ -126,6 +139,11 @@ def print_table(rows: list[dict]) -> None:
     print()
     print(f"hit vs miss at turn {last['turn']}: {last['miss']['total'] / last['hit']['total']:.0f}x faster "
           f"(target >= 50x); hit status: {last['hit']['status']}")
+    ex = last.get("exactness")
+    if ex:
+        print(f"exactness on a {ex['prompt_tokens']}-token prompt with {ex['reused_tokens']} tokens reused: "
+              f"max |logit difference| {ex['max_abs_logit_diff']:.2e}, same argmax at every position: "
+              f"{ex['argmax_equal']}")
     if late:
         worst = max(100 * r["live"]["prefill_tokens"] / r["miss"]["prefill_tokens"] for r in late)
         print(f"half-hit prefill from turn 5 on: at most {worst:.1f} % of a full re-prefill (target <= 10 %), "
