@@ -174,7 +174,7 @@ class ChatService:
         regenerate = controls.regenerate or self._is_repeat(turn.key)
         if regenerate:
             turn.reasons.append("regenerate")
-            await asyncio.to_thread(self._on_regenerate, turn.key)
+            await self._on_regenerate(turn.key)
         if bypass:
             turn.status = "bypass"
             turn.reasons.append(bypass)
@@ -185,14 +185,15 @@ class ChatService:
                                                tenant=controls.tenant, versions=turn.versions)
             self.metrics.lookup_latency.observe(time.perf_counter() - began)
             self.metrics.lookups.labels(decision.zone.value).inc()
-            stats = self.cache.stats()
-            self.metrics.hit_rate.set(stats.hit_rate)
+            self.totals["lookups"] += 1
+            self.totals["lookup_hits"] += decision.zone is Zone.HIT
+            self.metrics.hit_rate.set(self.totals["lookup_hits"] / self.totals["lookups"])
             turn.decision = decision
             turn.status = STATUS_OF_ZONE[decision.zone]
             turn.cacheable = decision.cacheable and not controls.no_store
             turn.reasons.extend(r.code for r in decision.reasons)
             if decision.has_reason("correction"):
-                await asyncio.to_thread(self._on_correction, controls)
+                await self._on_correction(controls)
             if decision.zone is Zone.HIT and decision.entry is not None:
                 return await self._serve_hit(turn)
         else:
@@ -237,29 +238,31 @@ class ChatService:
         seen = self._answered.get(key)
         return seen is not None and time.time() - seen.at <= self.settings.regenerate_window_s
 
-    def _on_regenerate(self, key: str) -> None:
+    async def _on_regenerate(self, key: str) -> None:
         seen = self._answered.pop(key, None)
         if seen is None or seen.entry_id is None:
             return
         if seen.was_hit:
-            self.metrics.pollution.inc()
-            self.totals["pollution"] += 1
-        try:
-            self.cache.feedback(seen.entry_id, "regenerate")
-        except EntryNotFound:
-            pass
+            self._polluted()
+        await self._feedback(seen.entry_id, "regenerate")
 
-    def _on_correction(self, controls: RequestControls) -> None:
+    async def _on_correction(self, controls: RequestControls) -> None:
         if controls.session is None:
             return
         hit = self._last_hit.pop((controls.tenant, controls.session), None)
-        if hit is not None and time.time() - hit.at <= self.settings.regenerate_window_s:
-            self.metrics.pollution.inc()
-            self.totals["pollution"] += 1
-            try:
-                self.cache.feedback(hit.entry_id, "negative")   # type: ignore[arg-type]
-            except EntryNotFound:
-                pass
+        if hit is not None and hit.entry_id and time.time() - hit.at <= self.settings.regenerate_window_s:
+            self._polluted()
+            await self._feedback(hit.entry_id, "negative")
+
+    def _polluted(self) -> None:
+        self.metrics.pollution.inc()
+        self.totals["pollution"] += 1
+
+    async def _feedback(self, entry_id: str, kind: str) -> None:
+        try:
+            await asyncio.to_thread(self.cache.feedback, entry_id, kind)
+        except EntryNotFound:
+            pass      # evicted or dropped meanwhile: nothing left to mark
 
     def _params(self, req: ChatCompletionRequest) -> GenerationParams:
         return GenerationParams(
@@ -295,6 +298,7 @@ class ChatService:
         self._answered[turn.key] = _Answered(now, entry.cache_id, True)
         if turn.controls.session:
             self._last_hit[(turn.controls.tenant, turn.controls.session)] = _Answered(now, entry.cache_id, True)
+        self._forget_old()
         if d.verify or (self.settings.shadow_rate > 0 and random.random() < self.settings.shadow_rate):
             self.shadow.schedule(entry, self._engine_request(req, turn.messages))
         self.metrics.saved_prompt_tokens.labels("hit").inc(prompt_tokens)
@@ -425,14 +429,20 @@ class ChatService:
             self.metrics.stores.labels("stored" if result and result.stored else "refused").inc()
             entry_id = result.cache_id if result and result.stored else None
         self._answered[turn.key] = _Answered(time.time(), entry_id, False)
-        if len(self._answered) > 10000:
-            cutoff = time.time() - self.settings.regenerate_window_s
-            self._answered = {k: v for k, v in self._answered.items() if v.at >= cutoff}
+        self._forget_old()
         if final.usage.cached_tokens:
             self.metrics.saved_prompt_tokens.labels("kv_prefix").inc(final.usage.cached_tokens)
         self._finish_turn(turn, final.usage, saved=final.usage.cached_tokens, first_token_at=first_token_at)
 
     # -- bookkeeping --------------------------------------------------------------------
+
+    def _forget_old(self, limit: int = 10000) -> None:
+        """Keep the regenerate / pollution memory bounded: past its window an answer is forgotten."""
+        if len(self._answered) + len(self._last_hit) <= limit:
+            return
+        cutoff = time.time() - self.settings.regenerate_window_s
+        self._answered = {k: v for k, v in self._answered.items() if v.at >= cutoff}
+        self._last_hit = {k: v for k, v in self._last_hit.items() if v.at >= cutoff}
 
     def _completion(self, cid: str, created: int, model: str, answer: str, finish: str, usage: Usage,
                     turn: _Turn) -> dict[str, Any]:
