@@ -60,6 +60,53 @@ def _print_human(result: dict[str, Any]) -> None:
     print("probe tags: " + ", ".join(f"{k}={v}" for k, v in tags.items()))
 
 
+def _eval(args: argparse.Namespace) -> int:
+    import time
+
+    from smartcache import eval as ev
+
+    names = [n.strip() for n in args.systems.split(",") if n.strip()]
+    unknown = set(names) - set(ev.SYSTEM_NAMES)
+    if unknown or not names:
+        print(f"smartcache: error: unknown systems {sorted(unknown)}; choose from {ev.SYSTEM_NAMES}", file=sys.stderr)
+        return 2
+    try:
+        cases = ev.load_cases(args.cases)
+        config = load_config(args.config)
+        encoder = SmartCache(config).encoder          # one encoder (and memo) for every system
+    except (OSError, SmartCacheError) as exc:
+        print(f"smartcache: error: {exc}", file=sys.stderr)
+        return 2
+    make = {"smartcache": lambda: ev.SmartCacheSystem(lambda: SmartCache(config, encoder=encoder)),
+            "exact_prefix": ev.ExactPrefixSystem,
+            "last_message": lambda: ev.LastMessageSystem(encoder, args.baseline_threshold),
+            "full_context": lambda: ev.FullContextSystem(encoder, args.baseline_threshold)}
+    started = time.perf_counter()
+    report = ev.evaluate([make[n]() for n in names], cases, shared_cache=args.shared_cache,
+                         progress_factory=_progress_bar)
+    report.update({"encoder": encoder.name, "cases": args.cases, "seconds": round(time.perf_counter() - started, 2)})
+    print(ev.format_table(report, "by_category"))
+    print()
+    print(ev.format_table(report, "by_lang").split("\n\nOracle")[0])
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(report, ensure_ascii=False, indent=2), encoding="utf-8")
+    return 0
+
+
+def _progress_bar(label: str, total: int):
+    """A tqdm bar on stderr when tqdm is installed (it comes with transformers), else nothing."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    bar = tqdm(total=total, desc=label, unit="case", file=sys.stderr, leave=False, mininterval=0.5)
+    def step() -> None:
+        bar.update(1)
+        if bar.n >= total:
+            bar.close()
+    return step
+
+
 def _serve(args: argparse.Namespace) -> int:
     import logging
     import os
@@ -104,6 +151,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     explain.add_argument("case", help="a JSON file holding one case, or - for standard input")
     explain.add_argument("--config", help="a TOML config file merged over the defaults")
     explain.add_argument("--json", action="store_true", help="print the decision as JSON")
+    ev = sub.add_parser("eval", help="score SmartCache and the baselines on cases (CASES.md format)")
+    ev.add_argument("--cases", required=True, help="a JSONL file of cases")
+    ev.add_argument("--json", dest="json_out", help="write the full report here")
+    ev.add_argument("--shared-cache", action="store_true", help="write every case's entries into one cache first")
+    ev.add_argument("--systems", default="smartcache,exact_prefix,last_message,full_context")
+    ev.add_argument("--baseline-threshold", type=float, default=0.8,
+                    help="cosine threshold of last_message and full_context (GPTCache's default is 0.8)")
+    ev.add_argument("--config", help="a TOML config file merged over the defaults")
     serve = sub.add_parser("serve", help="run the OpenAI-compatible caching gateway")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8080)
@@ -128,6 +183,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "eval":
+        return _eval(args)
     try:
         text = sys.stdin.read() if args.case == "-" else Path(args.case).read_text(encoding="utf-8")
         case = json.loads(text)

@@ -1,0 +1,140 @@
+"""Run systems over cases and score them as CASES.md defines.
+
+Every system sees the same cases in the same order. By default each case runs
+in a fresh cache; with ``shared_cache`` every case's entries are written first
+into one cache, then every probe is looked up, so other cases' entries compete.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+from smartcache.eval.cases import Case
+from smartcache.eval.systems import Outcome, System
+
+
+@dataclass
+class Tally:
+    n: int = 0
+    positives: int = 0
+    hits: int = 0                # expect-hit cases served the right answer
+    served: int = 0              # any cached answer served
+    false_hits: int = 0
+    zone_correct: int = 0
+
+    def add(self, case: Case, outcome: Outcome) -> None:
+        self.n += 1
+        correct_hit = outcome.zone == "hit" and outcome.answer == case.expected_answer
+        if case.expect == "hit":
+            self.positives += 1
+            self.hits += correct_hit
+        if outcome.zone == "hit":
+            self.served += 1
+            self.false_hits += not correct_hit
+        self.zone_correct += (outcome.zone == case.expect) and (case.expect != "hit" or correct_hit)
+
+    def to_json(self) -> dict[str, Any]:
+        negatives = self.n - self.positives
+        return {"n": self.n, "hits": self.hits, "false_hits": self.false_hits,
+                "hit_recall": self.hits / self.positives if self.positives else 0.0,
+                "false_hit_rate": self.false_hits / negatives if negatives else 0.0,
+                "precision_at_hit": (self.served - self.false_hits) / self.served if self.served else 0.0,
+                "zone_accuracy": self.zone_correct / self.n if self.n else 0.0}
+
+
+def run_system(system: System, cases: Sequence[Case], *, shared_cache: bool = False,
+               progress=None) -> list[Outcome]:
+    outcomes: list[Outcome] = []
+    system.reset()
+    if shared_cache:
+        for case in cases:
+            for item in case.cached:
+                system.write(case, item)
+        for case in cases:
+            outcomes.append(system.probe(case))
+            if progress:
+                progress()
+        return outcomes
+    for case in cases:
+        system.reset()
+        for item in case.cached:
+            system.write(case, item)
+        outcomes.append(system.probe(case))
+        if progress:
+            progress()
+    return outcomes
+
+
+def score(cases: Sequence[Case], outcomes: Sequence[Outcome]) -> dict[str, Any]:
+    overall = Tally()
+    by_category: dict[str, Tally] = defaultdict(Tally)
+    by_lang: dict[str, Tally] = defaultdict(Tally)
+    for case, outcome in zip(cases, outcomes):
+        overall.add(case, outcome)
+        by_category[case.category or "-"].add(case, outcome)
+        by_lang[case.lang or "-"].add(case, outcome)
+    return {"overall": overall.to_json(),
+            "by_category": {k: v.to_json() for k, v in sorted(by_category.items())},
+            "by_lang": {k: v.to_json() for k, v in sorted(by_lang.items())}}
+
+
+def oracle_threshold(cases: Sequence[Case], outcomes: Sequence[Outcome], *, max_false_hit_rate: float = 0.01
+                     ) -> dict[str, Any] | None:
+    """The best hit recall a one-threshold baseline reaches at false-hit rate <= the cap.
+
+    An oracle: the threshold is chosen on the very cases it is scored on."""
+    scored = [(o.top_score, c, o) for c, o in zip(cases, outcomes) if o.top_score is not None]
+    if not scored:
+        return None
+    nothing = Tally()
+    for case in cases:
+        nothing.add(case, Outcome("miss", None))
+    best: dict[str, Any] = {"threshold": None, **nothing.to_json()}     # None: serve nothing at all
+    for threshold in sorted({s for s, _, _ in scored}, reverse=True):
+        tally = Tally()
+        for case, outcome in zip(cases, outcomes):
+            served = outcome.top_score is not None and outcome.top_score >= threshold
+            tally.add(case, Outcome("hit" if served else "miss", outcome.top_answer if served else None))
+        result = tally.to_json()
+        if result["false_hit_rate"] <= max_false_hit_rate and result["hit_recall"] > best["hit_recall"]:
+            best = {"threshold": threshold, **result}
+    return best
+
+
+def evaluate(systems: Iterable[System], cases: Sequence[Case], *, shared_cache: bool = False,
+             progress_factory=None) -> dict[str, Any]:
+    report: dict[str, Any] = {"systems": {}}
+    for system in systems:
+        started = time.perf_counter()
+        progress = progress_factory(system.name, len(cases)) if progress_factory else None
+        outcomes = run_system(system, cases, shared_cache=shared_cache, progress=progress)
+        result = score(cases, outcomes)
+        result["seconds"] = round(time.perf_counter() - started, 2)
+        threshold = getattr(system, "threshold", None)
+        if threshold is not None:
+            result["threshold"] = threshold
+            result["oracle_at_1pct_false_hits"] = oracle_threshold(cases, outcomes)
+        report["systems"][system.name] = result
+    return report
+
+
+def format_table(report: dict[str, Any], key: str = "by_category") -> str:
+    lines = [f"| system | {key[3:]} | n | hit recall | false-hit rate | precision@hit | zone accuracy |",
+             "|---|---|---|---|---|---|---|"]
+    for name, result in report["systems"].items():
+        rows = [("overall", result["overall"])] + list(result[key].items())
+        for label, r in rows:
+            lines.append(f"| {name} | {label} | {r['n']} | {r['hit_recall']:.3f} | {r['false_hit_rate']:.3f} "
+                         f"| {r['precision_at_hit']:.3f} | {r['zone_accuracy']:.3f} |")
+    oracle = [(n, r["oracle_at_1pct_false_hits"]) for n, r in report["systems"].items()
+              if r.get("oracle_at_1pct_false_hits")]
+    if oracle:
+        lines += ["", "Oracle threshold (chosen on these very cases) for false-hit rate <= 1 %:", "",
+                  "| system | threshold | hit recall | false-hit rate |", "|---|---|---|---|"]
+        for name, o in oracle:
+            shown = "none safe" if o["threshold"] is None else f"{o['threshold']:.3f}"
+            lines.append(f"| {name} | {shown} | {o['hit_recall']:.3f} | {o['false_hit_rate']:.3f} |")
+    return "\n".join(lines)

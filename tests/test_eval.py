@@ -1,0 +1,112 @@
+"""The evaluation harness: CASES.md parsing, scoring arithmetic, baselines, and the eval command."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from smartcache import SmartCache, load_config
+from smartcache.cli import main
+from smartcache.errors import InvalidRequest
+from smartcache.eval import (ExactPrefixSystem, LastMessageSystem, Outcome, SmartCacheSystem, evaluate,
+                             load_cases, oracle_threshold, parse_case, score)
+
+SYS = {"role": "system", "content": "你是一个旅行助手。"}
+
+
+def U(t):
+    return {"role": "user", "content": t}
+
+
+def A(t):
+    return {"role": "assistant", "content": t}
+
+
+TRIP = "周末去杭州玩三天，预算五千以内，帮我排个行程"
+PLAN = "第1天：西湖、断桥\n第2天：灵隐寺\n第3天：河坊街。合计约4800元。"
+CASES = [
+    {"id": "p1", "lang": "zh", "category": "paraphrase", "cached": [{"messages": [SYS, U(TRIP)], "answer": PLAN}],
+     "probe": {"messages": [SYS, U("周末去杭州玩3天，预算5000以内，帮我排一下行程")]}, "expect": "hit"},
+    {"id": "h1", "lang": "zh", "category": "constraint_change",
+     "cached": [{"messages": [SYS, U(TRIP)], "answer": PLAN}],
+     "probe": {"messages": [SYS, U(TRIP), A(PLAN), U("预算提高到一万")]}, "expect": "half_hit"},
+    {"id": "x1", "lang": "zh", "category": "cross_session", "probe_session": "someone-else",
+     "cached": [{"messages": [SYS, U(TRIP)], "answer": PLAN}],
+     "probe": {"messages": [SYS, U(TRIP)]}, "expect": "miss"},
+    {"id": "c1", "lang": "en", "category": "same_last_message_other_context",
+     "cached": [{"messages": [U("I'm staying at the Hilton."), A("Noted."), U("Does the hotel have breakfast?")],
+                 "answer": "The Hilton serves breakfast 6-10."}],
+     "probe": {"messages": [U("I'm staying at the Marriott."), A("Noted."), U("Does the hotel have breakfast?")]},
+     "expect": "miss"},
+]
+
+
+@pytest.fixture
+def cases(tmp_path):
+    path = tmp_path / "cases.jsonl"
+    path.write_text("\n".join(json.dumps(c, ensure_ascii=False) for c in CASES) + "\n", encoding="utf-8")
+    return load_cases(path), path
+
+
+def test_bad_cases_are_rejected_with_their_line(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps(CASES[0], ensure_ascii=False) + "\n{not json\n", encoding="utf-8")
+    with pytest.raises(InvalidRequest, match=":2:"):
+        load_cases(path)
+    with pytest.raises(InvalidRequest, match="expect"):
+        parse_case({**CASES[0], "expect": "maybe"})
+    with pytest.raises(InvalidRequest, match="expect_index"):
+        parse_case({**CASES[0], "expect_index": 3})
+    with pytest.raises(InvalidRequest, match="at least one cached"):
+        parse_case({**CASES[0], "cached": []})
+
+
+def test_scoring_follows_cases_md(cases):
+    loaded, _ = cases
+    outcomes = [Outcome("hit", PLAN), Outcome("hit", PLAN), Outcome("miss", None), Outcome("half_hit", None)]
+    result = score(loaded, outcomes)["overall"]
+    # 1 of 1 positives hit; 1 false hit (h1 served) over 3 negatives; 2 served, 1 correct.
+    assert result == {"n": 4, "hits": 1, "false_hits": 1, "hit_recall": 1.0, "false_hit_rate": 1 / 3,
+                      "precision_at_hit": 0.5, "zone_accuracy": 0.5}
+    wrong_entry = score(loaded[:1], [Outcome("hit", "another answer")])["overall"]
+    assert wrong_entry["hits"] == 0 and wrong_entry["false_hits"] == 1
+
+
+def test_oracle_threshold_is_the_best_recall_under_the_cap(cases):
+    loaded, _ = cases
+    outcomes = [Outcome("miss", None, 0.95, PLAN), Outcome("miss", None, 0.97, PLAN),
+                Outcome("miss", None, 0.5, PLAN), Outcome("miss", None, 0.2, "x")]
+    best = oracle_threshold(loaded, outcomes)
+    assert best["threshold"] is None and best["hit_recall"] == 0.0     # h1 outscores p1: nothing is safe
+    best = oracle_threshold(loaded, outcomes, max_false_hit_rate=0.34)
+    assert best["hit_recall"] == 1.0 and best["threshold"] == pytest.approx(0.95)
+
+
+def test_smartcache_against_the_baselines_on_the_same_cases(cases, encoder):
+    loaded, _ = cases
+    report = evaluate([SmartCacheSystem(lambda: SmartCache(load_config(), encoder=encoder)), ExactPrefixSystem(),
+                       LastMessageSystem(encoder, 0.8)], loaded)
+    smart = report["systems"]["smartcache"]["overall"]
+    assert smart["hit_recall"] == 1.0 and smart["false_hits"] == 0 and smart["zone_accuracy"] == 1.0
+    last = report["systems"]["last_message"]
+    # GPTCache-style: the same last message in another context, and another session, are served.
+    assert last["by_category"]["same_last_message_other_context"]["false_hits"] == 1
+    assert last["by_category"]["cross_session"]["false_hits"] == 1
+    assert "oracle_at_1pct_false_hits" in last
+    assert report["systems"]["exact_prefix"]["overall"]["hit_recall"] == 0.0
+
+
+def test_eval_command_prints_tables_and_writes_the_json_contract(cases, tmp_path, capsys):
+    _, path = cases
+    out = tmp_path / "report.json"
+    assert main(["eval", "--cases", str(path), "--json", str(out), "--systems", "smartcache,last_message"]) == 0
+    printed = capsys.readouterr().out
+    assert "| smartcache | overall |" in printed and "| last_message | zh |" in printed
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert set(report) >= {"systems", "encoder", "cases", "seconds"}
+    for key in ("n", "hits", "false_hits", "hit_recall", "false_hit_rate", "precision_at_hit", "zone_accuracy"):
+        assert key in report["systems"]["smartcache"]["overall"]
+    assert set(report["systems"]["smartcache"]["by_lang"]) == {"zh", "en"}
+    assert main(["eval", "--cases", str(path), "--systems", "nope"]) == 2
+    assert main(["eval", "--cases", str(tmp_path / "absent.jsonl")]) == 2
