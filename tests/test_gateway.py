@@ -306,3 +306,11 @@ def test_shadow_drops_a_suspect_entry_the_engine_contradicts(client):
     assert verdicts and verdicts[-1][0] == stored.cache_id and verdicts[-1][1].outcome == "drop"
     assert cache.get(stored.cache_id).state.value == "invalid"
     assert 'smartcache_shadow_total{outcome="drop"} 1.0' in client.get("/metrics").text
+
+
+def test_anonymous_repeats_are_not_regenerates(client):
+    msgs = [SYSTEM, U("How do I reset my password?")]
+    chat(client, msgs, session=None)
+    again = chat(client, msgs, session=None)
+    assert "regenerate" not in again.headers["x-smartcache-reason"]
+    assert client.get("/admin/entries").json()["total"] == 0        # no session: nothing is written

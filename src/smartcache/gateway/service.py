@@ -171,7 +171,9 @@ class ChatService:
                      time.perf_counter())
         turn.messages, turn.docked = await asyncio.to_thread(self._dock, req.messages, controls)
         bypass = self._bypass_reason(req, controls)
-        regenerate = controls.regenerate or self._is_repeat(turn.key)
+        # Repeats count only within a known session: anonymous users asking the same FAQ
+        # are different people, not one user rejecting an answer.
+        regenerate = controls.regenerate or (controls.session is not None and self._is_repeat(turn.key))
         if regenerate:
             turn.reasons.append("regenerate")
             await self._on_regenerate(turn.key)
