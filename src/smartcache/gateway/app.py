@@ -8,9 +8,10 @@ import logging
 from importlib import resources
 from typing import Any
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from smartcache.cache import SmartCache
@@ -85,8 +86,8 @@ def create_app(cache: SmartCache, engine, settings: GatewaySettings | None = Non
             return _error(400, "the body must be a JSON object")
         try:
             req = ChatCompletionRequest.model_validate(raw)
-        except Exception as exc:   # pydantic.ValidationError: report the first problem, OpenAI style
-            errors = getattr(exc, "errors", lambda: [])()
+        except ValidationError as exc:      # report the first problem, OpenAI style
+            errors = exc.errors()
             first = errors[0] if errors else {}
             where = ".".join(str(p) for p in first.get("loc", ()))
             return _error(400, f"{where or 'body'}: {first.get('msg', str(exc))}", param=where or None)
