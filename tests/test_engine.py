@@ -86,6 +86,9 @@ def test_stop_strings_length_and_context_limits(local_engine):
     assert final.finish_reason == "length" and final.usage.completion_tokens == 3
     text, final = local_engine.complete_sync(CONVERSATIONS[0], GenerationParams(max_tokens=40, stop=("Paris",)))
     assert "Paris" not in text and final.finish_reason == "stop"
+    plain, _ = local_engine.complete_sync(CONVERSATIONS[0], GenerationParams(max_tokens=40))
+    held, _ = local_engine.complete_sync(CONVERSATIONS[0], GenerationParams(max_tokens=40, stop=("Lyon, France",)))
+    assert held == plain            # text held back for a stop string that never came is flushed at the end
     huge = [{"role": "user", "content": "word " * 9000}]
     with pytest.raises(EngineError) as err:
         local_engine.complete_sync(huge, GenerationParams(max_tokens=4))

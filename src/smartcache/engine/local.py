@@ -160,6 +160,7 @@ class LocalEngine:
         emitted = 0
         hold = max((len(s) for s in params.stop), default=1) - 1
         finish = "length"
+        stopped_by_string = False
         try:
             with torch.inference_mode():
                 step = torch.tensor([ids[match.length:]])
@@ -179,7 +180,7 @@ class LocalEngine:
                         if cut > emitted:
                             yield TextDelta(text[emitted:cut])
                         emitted = cut
-                        finish = "stop"
+                        finish, stopped_by_string = "stop", True
                         break
                     safe = len(text) - hold
                     if text.endswith("\ufffd"):       # half of a multi-byte character: wait for the rest
@@ -188,8 +189,9 @@ class LocalEngine:
                         yield TextDelta(text[emitted:safe])
                         emitted = safe
                     step = torch.tensor([[token]])
-                if finish == "length" and out_ids:
-                    # Cut short: a trailing half character can never be completed.
+                if out_ids and not stopped_by_string:
+                    # Flush what was held back for stop strings; a trailing half character
+                    # (cut short by max_tokens) can never be completed.
                     text = self.tokenizer.decode(out_ids, skip_special_tokens=True).rstrip("\ufffd")
                     if len(text) > emitted:
                         yield TextDelta(text[emitted:])
