@@ -36,7 +36,7 @@ MEASURE_WORDS = (
 )
 
 # Runs that read as numbers but are idioms; they are never converted.
-_IDIOMS = ("万一", "千万", "一一", "十分", "百分百", "一丝一毫", "三番五次", "一五一十",
+_IDIOMS = ("万一", "千万", "一一", "一步", "一起", "一直", "一定", "一些", "一般", "一样", "一旦", "十分", "百分百", "一丝一毫", "三番五次", "一五一十",
            "乱七八糟", "七上八下", "三心二意", "一举两得", "独一无二", "一模一样")
 
 _RUN = re.compile(f"[{_NUMERAL_CHARS}]+")

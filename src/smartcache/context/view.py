@@ -6,6 +6,7 @@ context it is asked); small talk is dropped because it changes no answer. The
 system prompt only contributes its masked tail; its full masked hash goes into
 the version key instead.
 
+    >>> from smartcache.context import parse_messages
     >>> view = build_view(parse_messages([
     ...     {"role": "user", "content": "你好"},
     ...     {"role": "assistant", "content": "你好！有什么可以帮您？"},
@@ -75,14 +76,12 @@ class ContextView:
         return tuple(t for t in self.history if t.role == "user")
 
 
-_SMALL_TALK = re.compile(
-    r"^(?:你好|您好|嗨|哈喽|早上好|晚上好|谢谢|谢谢你|谢谢您|多谢|感谢|非常感谢|好的|好|行|可以|嗯+|哦+|"
-    r"收到|明白了?|知道了|了解|懂了|不客气|没事|没关系|哈+|再见|拜拜|辛苦了|"
-    r"hi|hello|hey|thanks|thank you|thx|ok|okay|sure|got it|great|cool|nice|bye|good|"
-    r"you're welcome|no problem|alright)"
-    r"(?:[\s,.!?~]*(?:你好|谢谢|thanks|thank you|a lot|so much|very much|好的|ok))*[\s,.!?~:)]*$",
-    re.IGNORECASE,
-)
+_SMALL_TALK_WORD = (r"(?:你好|您好|嗨|哈喽|早上好|晚上好|谢谢你?|谢谢您|多谢|感谢|非常感谢|好的|好|行|可以|嗯+|哦+|"
+                    r"收到|明白了?|知道了|了解|懂了|不客气|没事|没关系|哈+|再见|拜拜|辛苦了|"
+                    r"hi|hello|hey|thanks|thank you|thx|ok|okay|sure|got it|great|cool|nice|bye|good|i see|"
+                    r"you're welcome|no problem|alright|a lot|so much|very much)")
+# One or more acknowledgements and nothing else ("Ok, got it.", "嗯嗯，明白了").
+_SMALL_TALK = re.compile(rf"^(?:{_SMALL_TALK_WORD}[\s,.!?~:)]*)+$", re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.!?;])(?![\d.])|\n")
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)、]|第\d+[天步点条])\s*")
 

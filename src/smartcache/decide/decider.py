@@ -121,7 +121,11 @@ class Decider:
     def _validate(self, fp: Fingerprint, entry: Entry) -> list[str]:
         if not self.validate:
             return []
-        user_turns = [t.text for t in fp.view.history if t.role == "user"] + [fp.signature.text]
+        # The cached answer was written for its own history: constraints stated there held for
+        # it already, so with the same history only the current turn's constraints are new.
+        same_history = entry.prefix_hash == fp.signature.history_hash
+        history = [] if same_history else [t.text for t in fp.view.history if t.role == "user"]
+        user_turns = history + [fp.signature.text]
         return check_answer(constraints_of(user_turns), entry.answer.text)
 
 

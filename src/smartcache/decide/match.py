@@ -20,38 +20,53 @@ import numpy as np
 
 from smartcache.decide.decision import Reason, Zone
 from smartcache.decide.thresholds import Thresholds
-from smartcache.fingerprint import ChangeFlag, Fingerprint, skeletons_conflict
+from smartcache.fingerprint import ChangeFlag, Fingerprint, has_reference, skeletons_conflict
 from smartcache.store import Entry, Scope
 
 # Spans that may replace each other without changing what is asked.
 _SYNONYMS = [frozenset(group.split("|")) for group in (
-    "怎么|如何|怎样|咋|怎么样|如何才能|怎样才能", "多久|几天|多长时间|多少天|什么时候|多少时间", "多少钱|价格|费用|价钱|多少|收费", "酒店|宾馆|旅馆|住处", "便宜|实惠|划算|性价比高",
-    "好吃|美味|好吃的", "推荐|介绍|建议|推荐一下", "开启|打开|启用|开通", "关闭|关掉|停用", "能|可以|能够|可|会",
-    "帮我|给我|请|麻烦|帮忙", "写|起草|撰写|写一下", "问题|故障|毛病", "退款|退钱", "快递|物流|包裹", "吗|么|呢|吧",
-    "值不值得|值得|好不好|怎么样|如何", "是什么|什么是|指什么", "步骤|流程|方法|办法", "订|预订|预定", "附近|周边|旁边",
-    "how do i|how can i|how to|how should i|how do you|how can you", "can|could|would|will", "cheap|affordable|inexpensive",
+    "怎么|如何|怎样|咋|怎么样|如何才能|怎样才能", "多久|几天|多长时间|多少天|什么时候|多少时间", "多少钱|价格|费用|价钱|多少|收费|钱",
+    "酒店|宾馆|旅馆|住处", "便宜|实惠|划算|性价比高", "好吃|美味|好吃的", "推荐|介绍|建议|推荐一下", "开启|打开|启用|开通",
+    "关闭|关掉|停用", "能|能够|可|会", "帮我|给我|麻烦|帮忙", "写|起草|撰写|写一下",
+    "问题|故障|毛病|坏了|坏掉|出故障|出问题|出毛病|坏", "退款|退钱", "火车票|高铁票|车票|动车票", "快递|物流|包裹", "吗|么|呢|吧",
+    "值不值得|值得|好不好", "是什么|什么是|指什么", "步骤|流程|方法|办法", "订|预订|预定", "附近|周边|旁边",
+    "到|去|至|前往", "怎么办|怎么处理|如何处理|怎么解决|如何解决|咋办|该怎么办", "进度|到哪1步|到哪了|状态|进展",
+    "how do i|how can i|how to|how should i|how do you|how can you", "cheap|affordable|inexpensive",
     "fix|solve|resolve", "error|issue|problem|bug", "show|tell|give|provide", "best|good|top|great", "what is|what's|explain",
     "steps|process|way|procedure", "near|close to|around", "set up|setup|configure|install",
+    "recommend|suggest|what are good|what are some good|any good", "turn on|switch on|enable|activate",
+    "turn off|switch off|disable|deactivate", "英文|英语", "write|draft|compose", "status|progress|how is it going|where is it at",
 )]
 # Tokens dropped before diffing. Chinese is diffed by character, so only particles
 # that are never part of a content word are dropped ("请" is not: "请假").
-_FILLER = frozenset("的 了 吗 呢 吧 啊 呀 嘛 please the a an me my i you to for of is are do does "
-                    "can could would will just kindly some".split())
+_FILLER = frozenset("的 了 吗 呢 吧 啊 呀 嘛 please the a an me my i you to for of is are was were be do does "
+                    "can could would will just kindly some few any".split())
 _MAX_SLOT = 4   # a swapped word: up to 4 CJK characters or 4 English words; longer is a rephrasing
-_TOKEN = re.compile(r"[\u3400-\u9fff]|[a-z0-9_.+#'-]+", re.I)
+_TOKEN = re.compile(r"[\u3400-\u9fff\ue000-\uf8ff]|[a-z0-9_.+#'-]+", re.I)
 
 
 # Chinese politeness and measure fillers, stripped as phrases before the per-character diff.
-_ZH_FILLER = re.compile(r"一下|请问|麻烦你?|帮忙|帮我|给我|能不能|可不可以|可以|能否|1个|个(?![人税性体])")
+_ZH_FILLER = re.compile(r"一下|请问|麻烦你?|帮忙|帮我|给我|能不能|可不可以|可以|能否|大概|大约|一般|1个|个(?![人税性体])|是|要(?!求)|(?<=\d)[份篇封张条本首]")
+# Every synonym becomes its group's placeholder character before the diff, so that
+# "多长时间" / "多久" is one token on both sides, not a partial character match.
+_SYNONYM_MEMBERS = sorted({m for group in _SYNONYMS for m in group}, key=len, reverse=True)
+_SYNONYM_RX = re.compile("|".join(rf"\b{re.escape(m)}\b" if m.isascii() else re.escape(m) for m in _SYNONYM_MEMBERS))
+_PLACEHOLDER = {m: chr(0xE000 + i) for i, group in enumerate(_SYNONYMS) for m in group}
+_SHOWN = str.maketrans({chr(0xE000 + i): "|".join(sorted(group, key=len)[:2]) for i, group in enumerate(_SYNONYMS)})
 
 
 def _tokens(text: str) -> list[str]:
     text = _ZH_FILLER.sub("", text.lower())
-    return [t for t in _TOKEN.findall(text) if t not in _FILLER]
+    text = _SYNONYM_RX.sub(lambda m: _PLACEHOLDER[m.group(0)], text)
+    tokens = (t.rstrip(".'-") or t for t in _TOKEN.findall(text))
+    return [_singular(t) for t in tokens if t not in _FILLER]
 
 
-def _synonyms(a: str, b: str) -> bool:
-    return any(a in group and b in group for group in _SYNONYMS)
+def _singular(token: str) -> str:
+    """'tickets' and 'ticket' are one word to the diff ('status', 'bus' stay)."""
+    if len(token) > 3 and token.isascii() and token.endswith("s") and not token.endswith(("ss", "us", "is")):
+        return token[:-1]
+    return token
 
 
 def substituted_spans(a: str, b: str) -> list[tuple[str, str]]:
@@ -61,18 +76,19 @@ def substituted_spans(a: str, b: str) -> list[tuple[str, str]]:
     ta, tb = _tokens(a), _tokens(b)
     if not ta or not tb:
         return []
-    matcher = difflib.SequenceMatcher(None, ta, tb, autojunk=False)
-    common = sum(block.size for block in matcher.get_matching_blocks())
-    if common / max(len(ta), len(tb)) < 0.5:
+    if _common_share(ta, tb) < 0.5:
         return []
+    matcher = difflib.SequenceMatcher(None, ta, tb, autojunk=False)
     joiner = lambda toks: ("" if all(len(t) == 1 and t >= "\u3400" for t in toks) else " ").join(toks)
-    spans = []
-    for op, i1, i2, j1, j2 in matcher.get_opcodes():
-        if op == "replace" and i2 - i1 <= _MAX_SLOT and j2 - j1 <= _MAX_SLOT:
-            x, y = joiner(ta[i1:i2]), joiner(tb[j1:j2])
-            if not _synonyms(x, y):
-                spans.append((x, y))
-    return spans
+    replaced = [(i1, i2, j1, j2) for op, i1, i2, j1, j2 in matcher.get_opcodes() if op == "replace"]
+    # One swapped slot is a different task; several replaced stretches are a rephrasing
+    # (words reordered), which the similarity zones judge instead.
+    if len(replaced) != 1:
+        return []
+    i1, i2, j1, j2 = replaced[0]
+    if i2 - i1 > _MAX_SLOT or j2 - j1 > _MAX_SLOT:
+        return []
+    return [(joiner(ta[i1:i2]).translate(_SHOWN), joiner(tb[j1:j2]).translate(_SHOWN))]
 
 
 @dataclass(frozen=True)
@@ -124,6 +140,9 @@ def judge(fp: Fingerprint, entry: Entry, turn: float, limits: Thresholds) -> Jud
         if context < 1.0 and probe.context_entities != cached.context_entities:
             diff = sorted(probe.context_entities ^ cached.context_entities)[:4]
             return verdict(Zone.MISS, "context_entities", f"the histories are about different things: {diff}", context)
+        edited = _edited_turn(probe.history_turns, cached.history_turns) if context < 1.0 else None
+        if edited is not None:
+            return verdict(Zone.MISS, "context_changed", f"a prior turn was edited: {edited[:60]!r}", context)
     if turn < limits.half_hit:
         return verdict(Zone.MISS, "low_similarity", f"turn cosine {turn:.3f} < {limits.half_hit}", context)
 
@@ -134,18 +153,29 @@ def judge(fp: Fingerprint, entry: Entry, turn: float, limits: Thresholds) -> Jud
         return verdict(Zone.MISS, "intent_reversal", "the requests ask for opposite actions", context)
     if skeletons_conflict(probe.skeleton, cached.skeleton):
         return verdict(Zone.MISS, "task_skeleton", f"{probe.skeleton!r} is not {cached.skeleton!r}", context)
+    if probe.actions and cached.actions and probe.actions != cached.actions:
+        return verdict(Zone.MISS, "task_action", f"asks to {list(probe.actions)}, not {list(cached.actions)}", context)
 
     # 3. Entities: what the turn is about, with references resolved against its own context.
-    mine, theirs = set(probe.entities), set(cached.entities)
+    mine, theirs = _align_numbers(set(probe.entities), set(cached.entities))
     added = mine - theirs - cached.context_entities
     dropped = theirs - mine - probe.context_entities
     modifies = bool(probe.flags & MODIFY) and not (cached.flags & MODIFY)
     if added and dropped:
         zone = Zone.HALF_HIT if modifies else Zone.MISS
         return verdict(zone, "entity_change", f"{sorted(dropped)} -> {sorted(added)}", context)
-    if _order_swapped(probe.entities, cached.entities):
+    swapped_nouns = _noun_swap(probe.nouns, cached.nouns)
+    if swapped_nouns:
+        return verdict(Zone.MISS, "noun_change", f"about {swapped_nouns[1]}, not {swapped_nouns[0]}", context)
+    if _order_swapped(probe.entities, cached.entities) and _ORDER_MATTERS.search(probe.text) \
+            and _ORDER_MATTERS.search(cached.text):
         return verdict(Zone.MISS, "entity_order", "the same entities in another order (from/to, A vs B)", context)
-    swaps = substituted_spans(cached.text, probe.text)
+    # A reference on one side ("that hotel" / "the Ibis") is not a swap when the named
+    # side's entity is in the context: the entity checks above have already held.
+    swaps = [(x, y) for x, y in substituted_spans(cached.text, probe.text)
+             if not (probe.has_context and (has_reference(x) or has_reference(y)))
+             and not _anaphora(x, y, cached.text, probe.text)
+             and not (_is_question_words(x) or _is_question_words(y))]
     if swaps:
         return verdict(Zone.MISS, "related_but_different", f"one-slot edit {swaps[:3]}", context)
     if added:
@@ -160,6 +190,80 @@ def judge(fp: Fingerprint, entry: Entry, turn: float, limits: Thresholds) -> Jud
     if turn >= limits.hit:
         return verdict(Zone.HIT, "semantic_match", f"turn cosine {turn:.3f} >= {limits.hit}", context)
     return verdict(Zone.MISS, "similar_not_same", f"turn cosine {turn:.3f} < {limits.hit}", context)
+
+
+_BARE = re.compile(r"num:(\d+(?:\.\d+)?)$")
+_WITH_UNIT = re.compile(r"num:(\d+(?:\.\d+)?)[^\d.]")
+
+
+def _align_numbers(mine: set[str], theirs: set[str]) -> tuple[set[str], set[str]]:
+    """A bare number on one side and the same number with a unit on the other are one
+    quantity typed two ways ("a 4-day trip" / "for 4 days", "3 of us" / "3 people")."""
+    def align(a: set[str], b: set[str]) -> set[str]:
+        out = set(a)
+        for key in a:
+            bare = _BARE.match(key)
+            if bare:
+                unit = next((k for k in b if _WITH_UNIT.match(k) and _WITH_UNIT.match(k).group(1) == bare.group(1)), None)
+                if unit:
+                    out.discard(key)
+                    out.add(unit)
+        return out
+    return align(mine, theirs), align(theirs, mine)
+
+
+def _canonical_noun(noun: str) -> str:
+    return _PLACEHOLDER.get(noun, noun)
+
+
+def _noun_swap(mine: tuple[str, ...], theirs: tuple[str, ...]) -> tuple[list[str], list[str]] | None:
+    """Nouns the cached request has that this one lacks *and* nouns this one has that the
+    cached lacks: the subject was swapped ("电饭煲" -> "运动手表"). Only one side's extra
+    nouns ("我的耳机" / "耳机出了故障") is a rephrasing. A noun that contains, or is
+    contained in, one on the other side ("手表" / "运动手表") is the same noun."""
+    a = {_canonical_noun(n) for n in mine}
+    b = {_canonical_noun(n) for n in theirs}
+    extra_mine = sorted(n for n in a - b if not any(n in m or m in n for m in b))
+    extra_theirs = sorted(n for n in b - a if not any(n in m or m in n for m in a))
+    return (extra_theirs, extra_mine) if extra_mine and extra_theirs else None
+
+
+def _edited_turn(mine: tuple[str, ...], theirs: tuple[str, ...]) -> str | None:
+    """A prior turn that is a near copy of its counterpart with something changed
+    ("给经理写" / "给同事写"): the two conversations are about different things, however
+    close their vectors. Rephrased turns (little in common) are left to the context cosine."""
+    if len(mine) != len(theirs):
+        return None
+    for a, b in zip(mine, theirs):
+        ta, tb = _tokens(a), _tokens(b)
+        if ta != tb and _common_share(ta, tb) >= 0.5:
+            return a
+    return None
+
+
+def _common_share(ta: list[str], tb: list[str]) -> float:
+    # A synonym placeholder stands for a word, so it weighs as two characters.
+    weight = lambda toks: sum(2 if "\ue000" <= t <= "\uf8ff" else 1 for t in toks)
+    matcher = difflib.SequenceMatcher(None, ta, tb, autojunk=False)
+    common = sum(weight(ta[b.a:b.a + b.size]) for b in matcher.get_matching_blocks())
+    return common / max(weight(ta), weight(tb), 1)
+
+
+# Wordings in which the order of two entities carries meaning: from/to, A vs B.
+_ORDER_MATTERS = re.compile(r"从.+(?:到|去|至)|飞|比|还是|\bfrom\b.+\bto\b|\bvs\.?\b|\bversus\b|\bthan\b|\bor\b|\bbetween\b|"
+                            r"\bto\b.+\bfrom\b")
+# Question words: a swap of one for another is a rephrasing the skeleton check already judged.
+_QUESTION_WORDS = frozenset("what how much many which when where who why whether if 什么 多少 几 哪".split())
+
+
+def _anaphora(x: str, y: str, text_x: str, text_y: str) -> bool:
+    """'it' for a noun the same sentence already names ("I forgot my password, how do I reset it?")."""
+    return (has_reference(y) and x in text_y) or (has_reference(x) and y in text_x)
+
+
+def _is_question_words(span: str) -> bool:
+    words = span.split() if " " in span or span.isascii() else [span]
+    return all(w in _QUESTION_WORDS or "\ue000" <= w[:1] <= "\uf8ff" for w in words)
 
 
 def _order_swapped(a: tuple[str, ...], b: tuple[str, ...]) -> bool:

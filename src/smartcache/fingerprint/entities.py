@@ -76,10 +76,14 @@ _CODE = [re.compile(p, re.ASCII) for p in (
 )]
 # Chinese proper names by their suffix; the body may not contain function characters.
 _ZH_NAME_SUFFIX = ("大酒店|酒店|宾馆|饭店|旅馆|民宿|餐厅|餐馆|酒家|饭馆|公园|博物馆|纪念馆|美术馆|寺|塔|景区|大厦|广场|"
-                   "商场|购物中心|路|街|大街|胡同|站|机场|大学|医院|银行|公司|中心|湖|山|岛|古镇|故居|楼|宫|园|门|桥|"
-                   "方案|功能|版本|套餐|系统|模块|插件|模式")
+                   "商场|购物中心|路|街|大街|胡同|站|机场|大学|医院|银行|公司|中心|湖|山|岛|古镇|故居|楼|宫|园|门(?!票)|桥|"
+                   "方案|功能|版本|套餐|系统|模块|插件|模式|服务|基地|博物院|院|祠|庙|巷子|馆")
 _STOP_CHARS = "的了着过和与或及在是有去到从把被让给对向往这那哪些个家位种么什怎吗呢吧啊呀请帮我你他她它们想要会能可以就都也还再很太最更多少几每荐绍订住找选逛玩看问"
 _ZH_SUFFIX = re.compile(f"(?:{_ZH_NAME_SUFFIX})")
+# Brand names with 家 in them ("如家酒店"): 家 is otherwise a function character ("一家酒店").
+_ZH_JIA_NAME = re.compile(rf"([^{_STOP_CHARS}一二两三四五六七八九十几某各\W\d]{{1,3}}家(?:酒店|宾馆|饭店|餐厅|酒家|客栈))")
+# Quantity and politeness words a name never starts with ("推荐一下北京市中心的酒店").
+_ZH_NAME_LEAD = re.compile(r"^(?:一下|一些|一家|一个|几家|有些|附近)+")
 _ZH_RUN = re.compile(rf"[{_CJK}]+")
 _PLACES = tuple(
     "北京 上海 天津 重庆 杭州 苏州 南京 广州 深圳 成都 西安 武汉 长沙 厦门 青岛 大连 沈阳 哈尔滨 昆明 大理 丽江 三亚 海口 "
@@ -88,10 +92,12 @@ _PLACES = tuple(
 )
 _PLACE = re.compile("|".join(sorted(map(re.escape, _PLACES), key=len, reverse=True)))
 _LATIN_IN_ZH = re.compile(rf"(?:(?<=[{_CJK}])|^)([A-Za-z][A-Za-z0-9+#._-]*)(?=[{_CJK}\s,.!?]|$)")
-_CAPITALISED = re.compile(r"(?<=[a-z0-9,;:)] )([A-Z][a-zA-Z0-9]+(?:\s[A-Z][a-zA-Z0-9]+)*)")
+_CAPITALISED = re.compile(r"(?<=[a-z0-9,;)] )([A-Z][a-zA-Z0-9]+(?:\s[A-Z][a-zA-Z0-9]+)*)")
 _SINGLE_CAP = re.compile(r"(?<![\w'])([A-Z])(?![\w'])")
 _QUOTED = re.compile(r'"([^"\n]{1,30})"')
-_NUM_UNIT = re.compile(rf"(?<![\w.])(\d+(?:\.\d+)?)\s*({_UNITS})(?![a-z])", re.I | re.ASCII)
+_NUM_UNIT = re.compile(rf"(?<![\w.])(\d+(?:\.\d+)?)(?:\s*-\s*|\s*)({_UNITS})(?!(?<=[a-z])[a-z])", re.I | re.ASCII)
+_PARTY = re.compile(r"(?<![\w.])(\d+) of us\b", re.I)        # "3 of us" = 3 people
+_ACRONYM = re.compile(r"\b([A-Z][A-Z0-9]{1,9})\b")             # UPS, AWS, HTTPS: names wherever they stand
 _BARE_NUM = re.compile(r"(?<![\w.$])(\d+(?:\.\d+)?)(?![\w.]|\.\d)", re.ASCII)
 _EN_STOP_CAPS = {"I", "I'm", "I'd", "I've", "I'll", "OK", "Please", "Thanks", "Hi", "Hello"}
 
@@ -107,8 +113,14 @@ def _zh_names(text: str) -> list[tuple[int, int]]:
             if len(piece) >= 2 and piece not in _STOP_CHARS:
                 ends = [m.end() for m in _ZH_SUFFIX.finditer(piece) if m.start() > 0]
                 if ends:
-                    end = max(ends)
-                    spans.append((piece_start, piece_start + min(end, 12)))
+                    end = min(max(ends), 12)
+                    lead = _ZH_NAME_LEAD.match(piece)
+                    start = lead.end() if lead else 0
+                    place = _PLACE.search(piece, start, end)
+                    if place and place.start() > start:   # a known place starts the name
+                        start = place.start()
+                    if end - start >= 2:
+                        spans.append((piece_start + start, piece_start + end))
             piece_start += len(piece)
     return spans
 
@@ -142,6 +154,8 @@ def extract_entities(text: str) -> list[Entity]:
             take(m.start(1), m.end(1), Entity("code", value.lower()))
     for m in _VERSION.finditer(text):
         take(m.start(), m.end(), Entity("version", m[1]))
+    for m in _PARTY.finditer(text):
+        take(m.start(), m.end(), Entity("num", f"{int(m[1])}people"))
     for m in _NUM_UNIT.finditer(text):
         value, unit = float(m[1]), m[2].lower()
         if value == 1 and unit in _GENERIC_CLASSIFIERS:
@@ -153,6 +167,8 @@ def extract_entities(text: str) -> list[Entity]:
         take(m.start(), m.end(), Entity("num", f"{float(m[1]):g}"))
     for m in _QUOTED.finditer(text):
         take(m.start(1), m.end(1), Entity("name", m[1].strip().lower()))
+    for m in _ZH_JIA_NAME.finditer(text):
+        take(m.start(1), m.end(1), Entity("name", m[1]))
     for start, end in _zh_names(text):
         take(start, end, Entity("name", text[start:end]))
     for m in _PLACE.finditer(text):
@@ -161,6 +177,9 @@ def extract_entities(text: str) -> list[Entity]:
         for m in _LATIN_IN_ZH.finditer(text):
             take(m.start(1), m.end(1), Entity("name", m[1].lower()))
     else:
+        for m in _ACRONYM.finditer(text):
+            if m[1] not in _EN_STOP_CAPS:
+                take(m.start(1), m.end(1), Entity("name", m[1].lower()))
         for m in _CAPITALISED.finditer(text):
             if m[1] not in _EN_STOP_CAPS:
                 take(m.start(1), m.end(1), Entity("name", m[1].lower()))

@@ -16,10 +16,11 @@ import numpy as np
 from smartcache.context import ContextView
 from smartcache.fingerprint.encoders import Encoder
 from smartcache.fingerprint.entities import extract_entities
+from smartcache.fingerprint.nouns import chinese_nouns
 from smartcache.fingerprint.resolve import resolve_references
 from smartcache.fingerprint.tags import (
     HIGH_RISK_DOMAINS, ChangeFlag, action_sides, announces_topic_switch, change_flags, has_reference,
-    intent_domain, is_time_sensitive, negation_count, task_skeleton,
+    intent_domain, is_time_sensitive, negation_count, task_actions, task_skeleton,
 )
 
 
@@ -41,6 +42,9 @@ class Signature:
     context_entities: frozenset[str]
     history_hash: str
     has_context: bool
+    history_turns: tuple[str, ...] = ()   # the kept prior turns' key points, oldest first
+    actions: tuple[str, ...] = ()         # what the turn asks to be done (tags.task_actions)
+    nouns: tuple[str, ...] = ()           # Chinese content nouns of the turn (nouns.chinese_nouns)
 
     def coarse_tags(self) -> dict[str, object]:
         return {
@@ -48,6 +52,7 @@ class Signature:
             "task_skeleton": self.skeleton,
             "active_entities": list(self.entities),
             "change_flags": sorted(f.value for f in self.flags),
+            "task_actions": list(self.actions),
         }
 
     def to_json(self) -> dict[str, object]:
@@ -56,7 +61,8 @@ class Signature:
             "entities": list(self.entities), "flags": sorted(f.value for f in self.flags),
             "negations": self.negations, "sides": list(self.sides),
             "context_entities": sorted(self.context_entities), "history_hash": self.history_hash,
-            "has_context": self.has_context,
+            "has_context": self.has_context, "history_turns": list(self.history_turns),
+            "actions": list(self.actions), "nouns": list(self.nouns),
         }
 
     @classmethod
@@ -66,7 +72,8 @@ class Signature:
             entities=tuple(data["entities"]), flags=frozenset(ChangeFlag(f) for f in data["flags"]),
             negations=int(data["negations"]), sides=tuple(data["sides"]),
             context_entities=frozenset(data["context_entities"]), history_hash=data["history_hash"],
-            has_context=bool(data["has_context"]),
+            has_context=bool(data["has_context"]), history_turns=tuple(data.get("history_turns", ())),
+            actions=tuple(data.get("actions", ())), nouns=tuple(data.get("nouns", ())),
         )
 
 
@@ -131,6 +138,9 @@ class Fingerprinter:
             context_entities=context_entities,
             history_hash=view.history_hash,
             has_context=view.has_context,
+            history_turns=tuple(history_texts),
+            actions=task_actions(resolved),
+            nouns=chinese_nouns(resolved),
         )
         return Fingerprint(
             signature=signature,
@@ -152,6 +162,6 @@ class Fingerprinter:
         if announces_topic_switch(view.current):
             return True
         return (similarity is not None and similarity < self.topic_threshold
-                and turn_domain != "general" and turn_domain != context_domain
+                and "general" not in (turn_domain, context_domain) and turn_domain != context_domain
                 and not has_reference(view.current))
 

@@ -22,13 +22,21 @@ _KINDS = {
     "餐馆": ("餐厅", "餐馆", "饭店", "酒家", "饭馆"), "店": ("酒店", "宾馆", "饭店", "餐厅", "餐馆", "酒家", "店"),
     "景点": ("公园", "博物馆", "纪念馆", "寺", "塔", "宫", "园", "山", "湖", "景区", "古镇", "岛"),
     "景区": ("景区", "公园", "山", "湖", "古镇", "岛"), "公园": ("公园", "园"), "博物馆": ("博物馆", "纪念馆", "美术馆"),
+    "报错": ("error", "exception", "错误", "异常"), "错误": ("error", "exception", "错误", "异常"),
+    "error": ("error", "exception"), "exception": ("error", "exception"),
     "方案": ("方案",), "功能": ("功能",), "版本": ("版本",), "套餐": ("套餐",),
     "hotel": ("hotel", "inn", "resort"), "restaurant": ("restaurant", "bistro", "cafe"),
     "": (),
 }
-_ZH_REF = re.compile(r"(?:那|这|该)(?:家|个|座|间|款|所|种)?(酒店|宾馆|饭店|餐厅|餐馆|景点|景区|公园|博物馆|方案|功能|版本|套餐|店)"
+_ZH_REF = re.compile(r"(?:那|这|该)(?:家|个|座|间|款|所|种)?(酒店|宾馆|饭店|餐厅|餐馆|景点|景区|公园|博物馆|方案|功能|版本|套餐|报错|错误|店)"
                      r"|(?:那|这)家(?![\u4e00-\u9fff]{0,1}(?:酒店|宾馆|饭店|餐厅|餐馆|店))|它")
-_EN_REF = re.compile(r"\b(?:that|this|the same) (hotel|restaurant)\b|\b(?:that|this) one\b")
+_EN_REF = re.compile(r"\b(?:that|this|the same) (hotel|restaurant|error|exception)\b|\b(?:that|this) one\b"
+                     r"|(?:(?<=\bsolve )|(?<=\bfix ))(it)\b")
+# English pronoun-like references ("for it", "that place", "there") resolve only to a
+# proper-noun phrase that is the one and only one of the latest turn that has any.
+_EN_PRONOUN = re.compile(r"\b(?:that|this) (?:place|sight|attraction|museum|one)\b|(?:(?<=\bfor )|(?<=\bto )|(?<=\bat ))it\b|\bthere\b")
+_PROPER = re.compile(r"(?<![.!?]\s)(?<!^)\b((?:the )?[A-Z][\w'-]+(?:(?: of| de| the)? [A-Z][\w'-]+)*)")
+_NOT_PROPER = {"I", "I'd", "I'm", "I'll", "I've", "Day", "Yes", "No", "Sure", "Great", "Thanks", "OK", "Don't"}
 
 
 def _matches(entity: Entity, suffixes: tuple[str, ...]) -> bool:
@@ -57,7 +65,25 @@ def resolve_references(text: str, context: Sequence[str]) -> str:
         return target if target else match.group(0)
 
     def en(match: re.Match[str]) -> str:
-        target = _antecedent(match.group(1) or "", context)
+        noun = (match.group(1) or "").lower() or ("error" if match.group(2) else "")
+        target = _antecedent(noun, context)
+        if not target and noun in ("hotel", "restaurant", ""):
+            target = _proper_antecedent(context)
         return target if target else match.group(0)
 
-    return _EN_REF.sub(en, _ZH_REF.sub(zh, text))
+    text = _EN_REF.sub(en, _ZH_REF.sub(zh, text))
+    if _EN_PRONOUN.search(text):
+        target = _proper_antecedent(context)
+        if target:
+            text = _EN_PRONOUN.sub(target, text)
+    return text
+
+
+def _proper_antecedent(context: Sequence[str]) -> str | None:
+    for turn in reversed(context):
+        phrases = [p for p in _PROPER.findall(turn) if p.split()[-1] not in _NOT_PROPER and p not in _NOT_PROPER]
+        if phrases:
+            # "the Tower of London … London": a phrase inside another is the same thing.
+            distinct = {p for p in phrases if not any(p != q and p.removeprefix("the ") in q for q in phrases)}
+            return phrases[0] if len(distinct) == 1 else None
+    return None

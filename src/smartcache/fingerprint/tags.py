@@ -34,7 +34,7 @@ def _rx(*parts: str) -> re.Pattern[str]:
 # Intent negation: "别开启", "不要", "don't". Not "打不通"/"can't" (a complaint, not a reversed ask).
 _BOUND = r"(?!超过|超出|超|高于|低于|多于|少于|太)"   # "别超过五千" states a limit, it reverses nothing
 NEGATION = _rx(
-    rf"(?<![特区分类级识告性个差离鉴辨])别(?![人墅的处]){_BOUND}", rf"(?<!要)不要{_BOUND}", r"不用", r"无需", r"不需要", r"禁止", r"请勿",
+    rf"(?<![特区分类级识告性个差离鉴辨错])别(?![人墅的处字]){_BOUND}", rf"(?<!要)不要{_BOUND}", r"不用", r"无需", r"不需要", r"禁止", r"请勿",
     r"不必", r"不想", r"不准", r"不许", r"切勿",
     r"不(?:开启|打开|启用|使用|包括|包含|含|带|去|住|吃|加|选|订|买|装|安装|删除|保留|考虑|开|用)",
     r"\bdon'?t\b", r"\bdo not\b", r"\bdoesn'?t\b", r"\bdoes not\b", r"\bnever\b", r"\bwithout\b", r"\bno need\b",
@@ -69,7 +69,7 @@ TOPIC_SWITCH = _rx(r"换个话题", r"另外问(?:一下|个)", r"另一个问�
                    r"\bnew topic\b")
 TIME_SENSITIVE = _rx(
     r"今天", r"今日", r"今晚", r"明天", r"昨天", r"此刻", r"实时", r"最新", r"刚刚", r"汇率", r"股价", r"天气", r"新闻",
-    r"比分", r"行情", r"油价", r"金价", r"几点了", r"现在(?:几点|什么时间|是几号|的?(?:价格|汇率|天气|股价|行情|时间)|还有|开门|营业)",
+    r"比分", r"行情", r"油价", r"金价", r"几点了", r"现在.{0,8}(?:价格|多少钱|票价|人多)", r"现在还", r"还在线", r"机票.{0,4}(?:价格|多少钱)", r"现在(?:几点|什么时间|是几号|的?(?:价格|汇率|天气|股价|行情|时间)|还有|开门|营业)",
     r"\btoday\b", r"\btonight\b", r"\btomorrow\b", r"\byesterday\b", r"\blatest\b", r"\breal-?time\b",
     r"\bright now\b", r"\bat the moment\b", r"\bstock price\b", r"\bexchange rate\b", r"\bweather\b", r"\bnews\b",
     r"\bcurrent (?:price|time|weather|rate|score|status)\b", r"\bwhat time is it\b", r"\blive score\b",
@@ -107,6 +107,36 @@ ANTONYMS: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = tuple(
     )
 )
 
+# What the turn asks to be done. Two requests about the same thing that ask for
+# different actions ("部署" / "调试", "return" / "exchange") are different tasks,
+# however alike their words. Classes hold synonyms; a turn may name several.
+_ACTIONS: dict[str, re.Pattern[str]] = {name: _rx(*parts) for name, parts in {
+    "deploy": (r"部署", r"\bdeploy"), "migrate": (r"迁移", r"\bmigrat"), "debug": (r"调试", r"\bdebug"),
+    "test": (r"测试", r"\btests?\b", r"\btesting\b"), "configure": (r"配置", r"\bconfig", r"\bset ?up\b"),
+    "monitor": (r"监控", r"\bmonitor"), "backup": (r"备份", r"\bback ?up\b", r"\bbackups?\b"),
+    "read": (r"读取", r"读(?!者)", r"\bread\b", r"\bload\b", r"\bparse\b"), "catch": (r"捕获", r"\bcatch\b"),
+    "fix": (r"解决", r"修复", r"怎么办", r"处理", r"\bfix", r"\bsolve\b", r"\bresolve\b", r"what should i do", r"what now",
+            r"what do i do"),
+    "upgrade": (r"升级", r"\bupgrad"), "enable": (r"开启", r"打开", r"启用", r"开通", r"\benable", r"\bturn on\b", r"\bswitch on\b"),
+    "purpose": (r"有什么用", r"有什么作用", r"作用是", r"用途", r"\bwhat does .{1,40} do\b", r"\bwhat is .{1,30} for\b"),
+    "return": (r"退货", r"\breturn(?! shipping)"), "exchange": (r"换货", r"\bexchange"), "refund": (r"退款", r"\brefund"),
+    "warranty": (r"保修", r"\bwarranty"), "repair": (r"维修", r"\brepair"), "invoice": (r"发票", r"\binvoice"),
+    "cancel": (r"取消", r"\bcancel"), "modify": (r"修改", r"改地址", r"改收货", r"\b(?:change|update|edit) (?:the |my )?(?:shipping |delivery )?address"),
+    "lost": (r"丢件", r"丢了", r"弄丢", r"\blost\b", r"\bloses?\b"), "damaged": (r"破损", r"\bdamaged?\b"),
+    "stalled": (r"不更新", r"\bhasn'?t updated\b"), "polish": (r"润色", r"通顺", r"\bpolish", r"\bproofread", r"improve the flow"),
+    "translate": (r"翻译", r"翻成", r"\btranslat", r"\bput (?:this|it) into\b"),
+    "summarise": (r"总结", r"提炼", r"要点", r"摘要", r"\bsummar", r"\bkey (?:points|takeaways)\b", r"\bmain points\b"),
+    "shorten": (r"缩写", r"精简", r"\bshorten", r"\bcut it down\b"), "expand": (r"扩写", r"\bexpand"),
+    "title": (r"标题", r"\btitle\b", r"\bsubject line\b"),
+    "rewrite": (r"语气", r"改写", r"重写", r"\brewrite", r"\brephrase", r"\btone\b", r"\bsound (?:more )?\w+:"),
+    "write": (r"写(?!入|成)", r"起草", r"\bwrite\b(?! (?:a |the |to )?(?:json|csv|file))", r"\bdraft\b", r"\bcompose\b"),
+    "write_file": (r"写入", r"写成", r"保存为", r"\bwrite (?:a |the |to )?(?:json|csv|file)", r"\bsave\b"),
+    "plan": (r"行程", r"规划", r"\bplan\b", r"\bitinerar", r"\btrip\b"), "packing": (r"行李清单", r"\bpacking list\b"),
+    "food": (r"美食", r"\bfood tour\b"), "book": (r"预订", r"预定", r"\bbook(?:ing)?\b"),
+    "recommend": (r"推荐", r"\brecommend", r"\bsuggest", r"\bwhat are (?:some )?good\b"),
+    "ship": (r"发货", r"\bships?\b"),
+}.items()}
+
 _DOMAINS: dict[str, re.Pattern[str]] = {
     "medical": _rx(r"药", r"症状", r"生病", r"医生", r"看病", r"治疗", r"诊断", r"剂量", r"发烧", r"头痛", r"怀孕", r"血压",
                    r"\bmedicine\b", r"\bsymptoms?\b", r"\bdisease\b", r"\bdoctor\b", r"\bdiagnos", r"\bdos(?:e|age)\b",
@@ -119,7 +149,7 @@ _DOMAINS: dict[str, re.Pattern[str]] = {
                   r"火车", r"地铁", r"打车", r"出租车", r"门票", r"签证", r"自由行", r"一日游", r"餐厅", r"早餐", r"住宿",
                   r"\bhotels?\b", r"\bflights?\b", r"\btrip\b", r"\btravel", r"\bitinerar", r"\bvisa\b", r"\bsightseeing\b",
                   r"\battractions?\b", r"\btour\b", r"\bairport\b", r"\btrain\b", r"\bmetro\b", r"\btaxi\b",
-                  r"\brestaurants?\b", r"\bbreakfast\b", r"\bvacation\b"),
+                  r"\brestaurants?\b", r"\bbreakfast\b", r"\bvacation\b", r"餐馆", r"酒楼", r"饭馆", r"小吃", r"美食"),
     "support": _rx(r"退款", r"退货", r"换货", r"订单", r"物流", r"快递", r"发货", r"客服", r"售后", r"投诉", r"发票", r"保修",
                    r"维修", r"账号", r"密码", r"会员", r"优惠券", r"积分", r"扣款", r"到账", r"\brefund", r"\breturn\b",
                    r"\border\b", r"\bshipping\b", r"\bdelivery\b", r"\btracking\b", r"\bwarranty\b", r"\binvoice\b",
@@ -138,9 +168,11 @@ HIGH_RISK_DOMAINS = frozenset({"medical", "legal", "finance"})
 # Question types, most specific first; STRONG ones never match each other or the rest.
 _SKELETONS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("why", _rx(r"为什么", r"为何", r"怎么会", r"怎么回事", r"什么原因", r"原因", r"\bwhy\b", r"\bhow come\b", r"\breason\b")),
-    ("how_much", _rx(r"多少钱", r"价格", r"费用", r"多贵", r"收费", r"价钱", r"\bhow much\b", r"\bprice\b", r"\bcost\b",
+    ("how_much", _rx(r"多少钱", r"价格", r"费用", r"多贵", r"收费", r"价钱", r"预算.{0,6}多少", r"多少预算", r"花多少",
+                     r"\bhow much\b", r"\bprice\b", r"\bcost\b", r"\bbudget\b",
                      r"\bfees?\b")),
-    ("how_long", _rx(r"多久", r"多长时间", r"什么时候", r"何时", r"几天", r"多少天", r"几个小时", r"\bhow long\b", r"\bwhen\b", r"\bwhat time\b")),
+    ("how_long", _rx(r"多久", r"多长时间", r"什么时候", r"何时", r"几天", r"多少天", r"几个小时", r"\bhow long\b", r"\bwhen\b", r"\bwhat time\b",
+                     r"\btravel time\b", r"\bhow early\b", r"\bhow many (?:hours|days|minutes)\b")),
     ("where", _rx(r"哪里", r"在哪", r"哪儿", r"什么地方", r"\bwhere\b")),
     ("who", _rx(r"(?<!什)谁", r"\bwho\b")),
     ("compare", _rx(r"区别", r"对比", r"比较", r"哪个好", r"哪个更", r"\bvs\.?\b", r"\bdifference\b", r"\bcompare\b",
@@ -196,6 +228,11 @@ def intent_domain(text: str) -> str:
     return best
 
 
+def task_actions(text: str) -> tuple[str, ...]:
+    """The action classes a turn asks for, sorted ('deploy', 'refund', 'translate', ...)."""
+    return tuple(sorted(name for name, pattern in _ACTIONS.items() if pattern.search(text)))
+
+
 def task_skeleton(text: str) -> str:
     """The question type of a turn ('why', 'how', 'write', ...; 'other' when none)."""
     for name, pattern in _SKELETONS:
@@ -205,12 +242,20 @@ def task_skeleton(text: str) -> str:
 
 
 def skeletons_conflict(a: str, b: str) -> bool:
-    """True when two question types ask for different things (a 'why' is never a 'how much')."""
-    return a != b and (a in STRONG_SKELETONS or b in STRONG_SKELETONS)
+    """True when two question types ask for different things (a 'why' is never a 'how much').
+    'other' is a type the rules did not recognise, so it conflicts with nothing."""
+    return a != b and "other" not in (a, b) and (a in STRONG_SKELETONS or b in STRONG_SKELETONS)
+
+
+def instruction_part(text: str) -> str:
+    """The instruction of an "instruction: material" turn ("总结要点：由于天气原因……"): words
+    inside the material are what is worked on, not what is asked."""
+    head, sep, tail = text.partition(":")
+    return head if sep and len(tail.strip()) >= 15 and len(head) <= 60 else text
 
 
 def is_time_sensitive(text: str) -> bool:
-    return bool(TIME_SENSITIVE.search(text))
+    return bool(TIME_SENSITIVE.search(instruction_part(text)))
 
 
 def has_reference(text: str) -> bool:
