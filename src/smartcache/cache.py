@@ -26,6 +26,7 @@ from typing import Any, Callable, Mapping
 from smartcache.config import CacheConfig, load_config
 from smartcache.context import build_view, parse_messages
 from smartcache.decide import Decider, Decision, Reason, Zone, key_facts
+from smartcache.decide.match import Switches
 from smartcache.errors import InvalidRequest, StoreError
 from smartcache.fingerprint import ChangeFlag, Encoder, Fingerprint, Fingerprinter, MemoEncoder, shared_encoder
 from smartcache.lifecycle import FeedbackResult, Lifecycle
@@ -82,7 +83,10 @@ class SmartCache:
         self.lifecycle = Lifecycle(self.backend, self.config.lifecycle, clock)
         self.fingerprinter = Fingerprinter(self.encoder, topic_threshold=self.config.topic_threshold)
         self.decider = Decider(self.config.table_for(base.name), disabled_domains=self.config.disabled_domains,
-                               validate=self.config.use_validation)
+                               validate=self.config.use_validation,
+                               switches=Switches(tags=self.config.use_tags,
+                                                 change_detection=self.config.use_change_detection,
+                                                 context_view=self.config.use_context_view))
         self._counts: Counter[str] = Counter()
         self._lock = threading.Lock()
 

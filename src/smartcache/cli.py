@@ -77,12 +77,21 @@ def _eval(args: argparse.Namespace) -> int:
     except (OSError, SmartCacheError) as exc:
         print(f"smartcache: error: {exc}", file=sys.stderr)
         return 2
+    ablations = [a.strip() for a in (args.ablate or "").split(",") if a.strip()]
+    if set(ablations) - set(ABLATIONS):
+        print(f"smartcache: error: unknown ablations {sorted(set(ablations) - set(ABLATIONS))}; "
+              f"choose from {sorted(ABLATIONS)}", file=sys.stderr)
+        return 2
     make = {"smartcache": lambda: ev.SmartCacheSystem(lambda: SmartCache(config, encoder=encoder)),
             "exact_prefix": ev.ExactPrefixSystem,
             "last_message": lambda: ev.LastMessageSystem(encoder, args.baseline_threshold),
             "full_context": lambda: ev.FullContextSystem(encoder, args.baseline_threshold)}
     started = time.perf_counter()
-    report = ev.evaluate([make[n]() for n in names], cases, shared_cache=args.shared_cache,
+    systems = [make[n]() for n in names]
+    for ablation in ablations:
+        variant = load_config(args.config, **{ABLATIONS[ablation]: False})
+        systems.append(ev.SmartCacheSystem(lambda v=variant: SmartCache(v, encoder=encoder), f"smartcache-no_{ablation}"))
+    report = ev.evaluate(systems, cases, shared_cache=args.shared_cache,
                          progress_factory=_progress_bar)
     report.update({"encoder": encoder.name, "cases": args.cases, "seconds": round(time.perf_counter() - started, 2)})
     print(ev.format_table(report, "by_category"))
@@ -91,6 +100,11 @@ def _eval(args: argparse.Namespace) -> int:
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(report, ensure_ascii=False, indent=2), encoding="utf-8")
     return 0
+
+
+# eval --ablate NAME turns one rule family off: the config switch it flips.
+ABLATIONS = {"tags": "use_tags", "change_detection": "use_change_detection", "validation": "use_validation",
+             "context_view": "use_context_view"}
 
 
 def _progress_bar(label: str, total: int):
@@ -159,6 +173,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ev.add_argument("--baseline-threshold", type=float, default=0.8,
                     help="cosine threshold of last_message and full_context (GPTCache's default is 0.8)")
     ev.add_argument("--config", help="a TOML config file merged over the defaults")
+    ev.add_argument("--ablate", metavar="LIST",
+                    help="also run SmartCache with each of these off: tags,change_detection,validation,context_view")
+    ev.add_argument("--report", metavar="FILE.md", help="write a markdown report (tables and a PNG plot beside it)")
     serve = sub.add_parser("serve", help="run the OpenAI-compatible caching gateway")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8080)

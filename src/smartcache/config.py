@@ -45,6 +45,9 @@ class CacheConfig:
     topic_threshold: float = 0.2
     memo_size: int = 50_000
     use_validation: bool = True   # key-fact validation of hits (off only for ablation)
+    use_tags: bool = True         # tag rules: skeleton, actions, entities, nouns (off only for ablation)
+    use_change_detection: bool = True   # negation, change flags, corrections, resets, topic switch
+    use_context_view: bool = True       # score the history apart from the turn
 
     def table_for(self, encoder: str) -> ThresholdTable:
         try:
@@ -67,7 +70,7 @@ def _defaults() -> dict[str, Any]:
 
 def _build(data: Mapping[str, Any]) -> CacheConfig:
     known = {"encoder", "top_k", "topic_threshold", "memo_size", "disabled_domains", "context", "lifecycle",
-             "thresholds", "use_validation"}
+             "thresholds", "use_validation", "use_tags", "use_change_detection", "use_context_view"}
     unknown = set(data) - known
     if unknown:
         raise ConfigError(f"unknown config keys: {sorted(unknown)}")
@@ -84,6 +87,9 @@ def _build(data: Mapping[str, Any]) -> CacheConfig:
             topic_threshold=float(data.get("topic_threshold", 0.2)),
             memo_size=int(data.get("memo_size", 50_000)),
             use_validation=bool(data.get("use_validation", True)),
+            use_tags=bool(data.get("use_tags", True)),
+            use_change_detection=bool(data.get("use_change_detection", True)),
+            use_context_view=bool(data.get("use_context_view", True)),
         )
     except TypeError as exc:   # an unknown field inside a section
         raise ConfigError(f"invalid config: {exc}") from exc

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from smartcache.decide.decision import Decision, Reason, Scores, Zone
-from smartcache.decide.match import MODIFY, judge
+from smartcache.decide.match import ALL_RULES, MODIFY, Switches, judge
 from smartcache.decide.thresholds import ThresholdTable
 from smartcache.decide.validate import check_answer, constraints_of
 from smartcache.fingerprint import HIGH_RISK_DOMAINS, ChangeFlag, Fingerprint
@@ -36,10 +36,11 @@ class Decider:
     """Turns a fingerprint and its candidates into a Decision. Stateless; the cache applies effects."""
 
     def __init__(self, table: ThresholdTable, *, disabled_domains: Iterable[str] = HIGH_RISK_DOMAINS,
-                 validate: bool = True) -> None:
+                 validate: bool = True, switches: Switches = ALL_RULES) -> None:
         self.table = table
         self.disabled_domains = frozenset(disabled_domains)
         self.validate = validate
+        self.switches = switches
 
     def gate(self, fp: Fingerprint) -> Gate | None:
         """Settle requests that must not be served from cache whatever the candidates."""
@@ -48,6 +49,8 @@ class Decider:
             return Gate(Zone.MISS, Reason("time_sensitive", "the answer depends on the current time"), False)
         if fp.signature.domain in self.disabled_domains:
             return Gate(Zone.MISS, Reason("domain_disabled", f"caching is off for {fp.signature.domain!r}"), False)
+        if not self.switches.change_detection:
+            return None
         if ChangeFlag.RESET in flags:
             return Gate(Zone.MISS, Reason("reset", "the user restarts the conversation"), True)
         if ChangeFlag.CORRECTION in flags:
@@ -62,13 +65,13 @@ class Decider:
         if gate is not None:
             return Decision(gate.zone, (gate.reason,), cacheable=gate.cacheable)
         reasons: list[Reason] = []
-        if fp.topic_switch:
+        if fp.topic_switch and self.switches.change_detection:
             # The history no longer applies: only context-free (global) entries stay in play.
             candidates = [c for c in candidates if c.entry.scope is Scope.GLOBAL]
             reasons.append(Reason("topic_switch", "the turn leaves the conversation's topic"))
             continued = ()
         limits = self.table.for_domain(fp.signature.domain, tier_of(fp.signature.domain))
-        judged = [(c.entry, judge(fp, c.entry, c.similarity, limits)) for c in candidates]
+        judged = [(c.entry, judge(fp, c.entry, c.similarity, limits, self.switches)) for c in candidates]
         rank = {Zone.HIT: 2, Zone.HALF_HIT: 1, Zone.MISS: 0}
         judged.sort(key=lambda item: (rank[item[1].zone], item[1].turn), reverse=True)
 
@@ -90,7 +93,7 @@ class Decider:
             entry, verdict = half
             return Decision(Zone.HALF_HIT, tuple(reasons) + verdict.reasons, entry,
                             Scores(verdict.turn, verdict.context), candidates=len(candidates))
-        follow_up = self._continuation(fp, continued)
+        follow_up = self._continuation(fp, continued) if self.switches.change_detection else None
         if follow_up is not None:
             entry, reason = follow_up
             return Decision(Zone.HALF_HIT, tuple(reasons) + (reason,), entry, Scores(None, 1.0),

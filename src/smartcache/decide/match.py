@@ -92,6 +92,19 @@ def substituted_spans(a: str, b: str) -> list[tuple[str, str]]:
 
 
 @dataclass(frozen=True)
+class Switches:
+    """Which rule families judge a candidate. All on in service; each can be turned off to
+    measure what it is worth (``smartcache eval --ablate``)."""
+
+    tags: bool = True               # skeleton, actions, entities, nouns, order, one-slot edits
+    change_detection: bool = True   # negation / reversal, change flags, corrections, resets, topic switch
+    context_view: bool = True       # the history scored apart from the turn
+
+
+ALL_RULES = Switches()
+
+
+@dataclass(frozen=True)
 class Judgement:
     """The verdict on one candidate: its zone, why, and the context similarity used."""
 
@@ -118,7 +131,8 @@ _UNRESOLVED_REFERENCE = re.compile(r"那家|这家|那个|它|\bit\b|\bthat one\
 MODIFY = frozenset({ChangeFlag.ADDITION, ChangeFlag.REMOVAL, ChangeFlag.REPLACEMENT})
 
 
-def judge(fp: Fingerprint, entry: Entry, turn: float, limits: Thresholds) -> Judgement:
+def judge(fp: Fingerprint, entry: Entry, turn: float, limits: Thresholds,
+          switches: Switches = ALL_RULES) -> Judgement:
     """Zone for serving ``entry`` to the request ``fp`` whose turn cosine to it is ``turn``."""
     probe, cached = fp.signature, entry.signature
     eid = entry.cache_id
@@ -127,7 +141,9 @@ def judge(fp: Fingerprint, entry: Entry, turn: float, limits: Thresholds) -> Jud
         return Judgement(zone, (Reason(code, detail, eid),), turn, context)
 
     # 1. Context gate. A global entry is a context-free FAQ answer: it needs a self-contained turn.
-    if entry.scope is Scope.GLOBAL:
+    if not switches.context_view:
+        context = None
+    elif entry.scope is Scope.GLOBAL:
         context = None
         if _UNRESOLVED_REFERENCE.search(probe.text):
             return verdict(Zone.MISS, "context_dependent", "a global entry cannot answer a turn that refers back", None)
@@ -146,10 +162,12 @@ def judge(fp: Fingerprint, entry: Entry, turn: float, limits: Thresholds) -> Jud
     if turn < limits.half_hit:
         return verdict(Zone.MISS, "low_similarity", f"turn cosine {turn:.3f} < {limits.half_hit}", context)
 
+    if not switches.tags:
+        return _similarity_zone(fp, entry, turn, limits, switches, context, verdict)
     # 2. Intent: a reversed ask is a different request, never a half-hit.
-    if probe.negations % 2 != cached.negations % 2:
+    if switches.change_detection and probe.negations % 2 != cached.negations % 2:
         return verdict(Zone.MISS, "intent_reversal", "one request negates what the other asks", context)
-    if any(a * b < 0 for a, b in zip(probe.sides, cached.sides)):
+    if switches.change_detection and any(a * b < 0 for a, b in zip(probe.sides, cached.sides)):
         return verdict(Zone.MISS, "intent_reversal", "the requests ask for opposite actions", context)
     if skeletons_conflict(probe.skeleton, cached.skeleton):
         return verdict(Zone.MISS, "task_skeleton", f"{probe.skeleton!r} is not {cached.skeleton!r}", context)
@@ -160,7 +178,7 @@ def judge(fp: Fingerprint, entry: Entry, turn: float, limits: Thresholds) -> Jud
     mine, theirs = _align_numbers(set(probe.entities), set(cached.entities))
     added = mine - theirs - cached.context_entities
     dropped = theirs - mine - probe.context_entities
-    modifies = bool(probe.flags & MODIFY) and not (cached.flags & MODIFY)
+    modifies = switches.change_detection and bool(probe.flags & MODIFY) and not (cached.flags & MODIFY)
     if added and dropped:
         zone = Zone.HALF_HIT if modifies else Zone.MISS
         return verdict(zone, "entity_change", f"{sorted(dropped)} -> {sorted(added)}", context)
@@ -182,7 +200,12 @@ def judge(fp: Fingerprint, entry: Entry, turn: float, limits: Thresholds) -> Jud
         return verdict(Zone.HALF_HIT, "added_constraint", f"new in this request: {sorted(added)}", context)
     if dropped:
         return verdict(Zone.HALF_HIT, "dropped_constraint", f"no longer asked: {sorted(dropped)}", context)
-    if modifies:
+    return _similarity_zone(fp, entry, turn, limits, switches, context, verdict)
+
+
+def _similarity_zone(fp, entry, turn, limits, switches, context, verdict) -> Judgement:
+    probe, cached = fp.signature, entry.signature
+    if switches.change_detection and probe.flags & MODIFY and not (cached.flags & MODIFY):
         flags = sorted(f.value for f in probe.flags & MODIFY)
         return verdict(Zone.HALF_HIT, "change_detected", f"the turn modifies the request: {flags}", context)
 

@@ -44,7 +44,8 @@ class System(Protocol):
 class SmartCacheSystem:
     name = "smartcache"
 
-    def __init__(self, make_cache: Callable[[], SmartCache]) -> None:
+    def __init__(self, make_cache: Callable[[], SmartCache], name: str = "smartcache") -> None:
+        self.name = name
         self._make = make_cache
         self.cache = make_cache()
 
