@@ -99,12 +99,58 @@ def _eval(args: argparse.Namespace) -> int:
     print(ev.format_table(report, "by_lang").split("\n\nOracle")[0])
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(report, ensure_ascii=False, indent=2), encoding="utf-8")
+    if args.report:
+        from smartcache.eval.report import write_report
+        write_report(report, Path(args.report), "smartcache " + " ".join(sys.argv[1:]))
     return 0
 
 
 # eval --ablate NAME turns one rule family off: the config switch it flips.
 ABLATIONS = {"tags": "use_tags", "change_detection": "use_change_detection", "validation": "use_validation",
              "context_view": "use_context_view"}
+
+
+DATA_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from smartcache.eval import calibrate as cal
+
+    data_dir = Path(args.data_dir) if args.data_dir else DATA_DIR
+    names = [n.strip() for n in args.pairs.split(",") if n.strip()]
+    unknown = set(names) - set(cal.SET_DOMAINS)
+    if unknown:
+        print(f"smartcache: error: unknown pair sets {sorted(unknown)}; choose from {sorted(cal.SET_DOMAINS)}",
+              file=sys.stderr)
+        return 2
+    try:
+        config = load_config(args.config)
+        encoder = SmartCache(config).encoder
+        sets = {n: cal.load_pair_set(n, data_dir, limit=args.limit) for n in names}
+    except (OSError, SmartCacheError) as exc:
+        print(f"smartcache: error: {exc} (pairs are read from {data_dir})", file=sys.stderr)
+        return 2
+    results = []
+    for name, rows in sets.items():
+        bar = _progress_bar(f"encode {name}", len(rows))
+        cosines = cal.pair_cosines(encoder, rows, progress=(lambda n, b=bar: [b() for _ in range(n)]) if bar else None)
+        labels = np.asarray([r[2] for r in rows])
+        results.append(cal.calibrate_scores(name, cal.SET_DOMAINS[name], cosines, labels, args.target))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    table = config.table_for(encoder.name).default
+    (out / "thresholds.toml").write_text(cal.thresholds_toml(encoder.name, results, half_hit=table.half_hit,
+                                                             context=table.context), encoding="utf-8")
+    cal.plot(results, out / "calibration.png")
+    command = "smartcache calibrate " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else "smartcache calibrate"
+    report = cal.markdown(results, encoder.name, "calibration.png", command)
+    (out / "calibration.md").write_text(report, encoding="utf-8")
+    (out / "calibration.json").write_text(json.dumps([r.to_json() for r in results], indent=2), encoding="utf-8")
+    print(report)
+    print(f"wrote {out / 'thresholds.toml'}, {out / 'calibration.md'}, {out / 'calibration.png'}", file=sys.stderr)
+    return 0
 
 
 def _progress_bar(label: str, total: int):
@@ -176,6 +222,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ev.add_argument("--ablate", metavar="LIST",
                     help="also run SmartCache with each of these off: tags,change_detection,validation,context_view")
     ev.add_argument("--report", metavar="FILE.md", help="write a markdown report (tables and a PNG plot beside it)")
+    cal = sub.add_parser("calibrate", help="thresholds from labelled pairs: p95 of negatives and a target false-hit rate")
+    cal.add_argument("--pairs", default="qqp,lcqmc,bq,pawsx", help="public pair sets under ../shared/data")
+    cal.add_argument("--data-dir", help="where the pair sets are (default: ../shared/data beside the repo)")
+    cal.add_argument("--limit", type=int, default=10000, help="pairs sampled per set (seed 0)")
+    cal.add_argument("--target", type=float, default=1e-4, help="false-hit rate the threshold must meet")
+    cal.add_argument("--out", default="build/calibration", help="folder for thresholds.toml, the report and plot")
+    cal.add_argument("--config", help="a TOML config file merged over the defaults")
     serve = sub.add_parser("serve", help="run the OpenAI-compatible caching gateway")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8080)
@@ -202,6 +255,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _serve(args)
     if args.command == "eval":
         return _eval(args)
+    if args.command == "calibrate":
+        return _calibrate(args)
     try:
         text = sys.stdin.read() if args.case == "-" else Path(args.case).read_text(encoding="utf-8")
         case = json.loads(text)
