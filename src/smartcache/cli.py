@@ -153,6 +153,47 @@ def _calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _replay(args: argparse.Namespace) -> int:
+    from smartcache import eval as ev
+    from smartcache.engine.local import ChatTokenizer
+    from smartcache.eval import replay as rp
+
+    try:
+        if args.crosswoz:
+            sessions = rp.crosswoz_sessions(args.crosswoz, args.limit)
+        elif args.cases:
+            sessions = rp.case_sessions(ev.load_cases(args.cases)[:args.limit])
+        else:
+            sessions = rp.load_sessions(args.sessions)[:args.limit]
+        overrides = {"lifecycle": {"promotion_window_s": 0.0}}
+        cache = SmartCache(load_config(args.config, **overrides))
+    except (OSError, SmartCacheError) as exc:
+        print(f"smartcache: error: {exc}", file=sys.stderr)
+        return 2
+    print("smartcache: loading the bundled tokenizer…", file=sys.stderr)
+    tokens = ChatTokenizer()
+    stats = rp.replay(cache, sessions, tokens.count_tokens, progress=_progress_bar("replay", len(sessions)))
+    result = {"source": args.crosswoz or args.cases or args.sessions, **stats.to_json()}
+    print(json.dumps(result, ensure_ascii=False, indent=2))
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(result, ensure_ascii=False, indent=2), encoding="utf-8")
+    return 0
+
+
+def _warmup(args: argparse.Namespace) -> int:
+    from smartcache.eval import replay as rp
+
+    try:
+        sessions = rp.load_sessions(args.sessions)
+        cache = SmartCache(load_config(args.config))
+    except (OSError, SmartCacheError) as exc:
+        print(f"smartcache: error: {exc}", file=sys.stderr)
+        return 2
+    report = rp.warmup(cache, sessions, min_count=args.min_count, to_global=not args.per_session)
+    print(json.dumps(report, ensure_ascii=False, indent=2))
+    return 0
+
+
 def _progress_bar(label: str, total: int):
     """A tqdm bar on stderr when tqdm is installed (it comes with transformers), else nothing."""
     try:
@@ -184,6 +225,9 @@ def _serve(args: argparse.Namespace) -> int:
         if args.promotion_window is not None:
             overrides["lifecycle"] = {"promotion_window_s": args.promotion_window}
         cache = SmartCache(load_config(args.config, **overrides))
+        if args.warmup:
+            from smartcache.eval.replay import load_sessions, warmup
+            print(f"smartcache: warm-up {json.dumps(warmup(cache, load_sessions(args.warmup)))}", file=sys.stderr)
         if args.upstream:
             from smartcache.engine.upstream import UpstreamEngine
             engine = UpstreamEngine(args.upstream, api_key=os.environ.get(args.upstream_key_env),
@@ -229,6 +273,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     cal.add_argument("--target", type=float, default=1e-4, help="false-hit rate the threshold must meet")
     cal.add_argument("--out", default="build/calibration", help="folder for thresholds.toml, the report and plot")
     cal.add_argument("--config", help="a TOML config file merged over the defaults")
+    rep = sub.add_parser("replay", help="run whole sessions turn by turn: hit rate, saved tokens, pollution")
+    src = rep.add_mutually_exclusive_group(required=True)
+    src.add_argument("--sessions", help="JSONL of {session, messages}")
+    src.add_argument("--crosswoz", help="a CrossWOZ zip (e.g. ../shared/data/crosswoz/val.json.zip)")
+    src.add_argument("--cases", help="benchmark cases (CASES.md); their probes carry labels")
+    rep.add_argument("--limit", type=int, help="replay only the first N sessions / cases")
+    rep.add_argument("--json", dest="json_out", help="write the figures here")
+    rep.add_argument("--config", help="a TOML config file merged over the defaults")
+    warm = sub.add_parser("warmup", help="write recurring scenarios of historical sessions into the cache")
+    warm.add_argument("--sessions", required=True, help="JSONL of {session, messages} (logged conversations)")
+    warm.add_argument("--min-count", type=int, default=2, help="sessions a scenario must recur in")
+    warm.add_argument("--per-session", action="store_true", help="write into the first asking session, not global")
+    warm.add_argument("--config", help="a TOML config file merged over the defaults")
     serve = sub.add_parser("serve", help="run the OpenAI-compatible caching gateway")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8080)
@@ -249,6 +306,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("--kv-budget-mb", type=int, default=512, help="memory for the bundled engine's KV prefixes")
     serve.add_argument("--max-tokens", type=int, default=256, help="default max_tokens of a request")
     serve.add_argument("--admin-token", help="require Authorization: Bearer TOKEN on /admin")
+    serve.add_argument("--warmup", metavar="FILE", help="before serving, warm the cache from logged sessions (JSONL)")
     serve.add_argument("--log-level", default="info")
     args = parser.parse_args(argv)
     if args.command == "serve":
@@ -257,6 +315,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _eval(args)
     if args.command == "calibrate":
         return _calibrate(args)
+    if args.command == "replay":
+        return _replay(args)
+    if args.command == "warmup":
+        return _warmup(args)
     try:
         text = sys.stdin.read() if args.case == "-" else Path(args.case).read_text(encoding="utf-8")
         case = json.loads(text)

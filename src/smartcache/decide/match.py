@@ -140,10 +140,11 @@ def judge(fp: Fingerprint, entry: Entry, turn: float, limits: Thresholds,
     def verdict(zone: Zone, code: str, detail: str, context: float | None) -> Judgement:
         return Judgement(zone, (Reason(code, detail, eid),), turn, context)
 
-    # 1. Context gate. A global entry is a context-free FAQ answer: it needs a self-contained turn.
+    # 1. Context gate. A global entry without a history is a context-free FAQ answer: it needs a
+    # self-contained turn. One with a history (a warmed-up multi-turn scenario) needs that history.
     if not switches.context_view:
         context = None
-    elif entry.scope is Scope.GLOBAL:
+    elif entry.scope is Scope.GLOBAL and not cached.has_context:
         context = None
         if _UNRESOLVED_REFERENCE.search(probe.text):
             return verdict(Zone.MISS, "context_dependent", "a global entry cannot answer a turn that refers back", None)

@@ -60,37 +60,23 @@ def message_text(message: dict[str, Any]) -> str:
     return text
 
 
-class LocalEngine:
-    """SmolLM2 with a radix tree of KV prefixes shared by every session."""
+class ChatTokenizer:
+    """The bundled model's tokenizer and chat template, built message by message so a
+    conversation's prompt is a prefix of its next turn's. Loads in about a second, without
+    the model: replay and warm-up count tokens with it."""
 
-    model_id = MODEL_ID
-    tokenizer_id = "smollm2-135m-gpt2bpe"
-
-    def __init__(self, *, kv_budget_mb: int = 512, attn_implementation: str = "sdpa") -> None:
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+    def __init__(self) -> None:
+        from transformers import AutoTokenizer
         from transformers import logging as hf_logging
 
         os.environ.setdefault("HF_HUB_OFFLINE", "1")     # everything is on disk; never reach for a hub
         hf_logging.set_verbosity_error()
         hf_logging.disable_progress_bar()
-        folder = gguf_location()
-        self._torch = torch
-        self.tokenizer = AutoTokenizer.from_pretrained(str(folder), gguf_file=GGUF_FILE)
-        # The GGUF de-quantisation progress bar (tqdm, on stderr) would flood the server log.
-        with contextlib.redirect_stderr(io.StringIO()):
-            self.model = AutoModelForCausalLM.from_pretrained(
-                str(folder), gguf_file=GGUF_FILE, dtype=torch.float32,
-                attn_implementation=attn_implementation).eval()
-        self.context_length = int(self.model.config.max_position_embeddings)
-        self.eos_ids = {int(self.tokenizer.convert_tokens_to_ids(t)) for t in ("<|im_end|>", "<|endoftext|>")}
-        self.kv = RadixKVCache(kv_budget_mb * 1024 * 1024)
-        self._executor = ThreadPoolExecutor(1, thread_name_prefix="smartcache-engine")
+        self.folder = gguf_location()
+        self.tokenizer = AutoTokenizer.from_pretrained(str(self.folder), gguf_file=GGUF_FILE)
         self._segment_cache: dict[tuple[str, str], tuple[int, ...]] = {}
         self._segment_lock = threading.Lock()
         self._gen_prompt = self._encode("<|im_start|>assistant\n")
-
-    # -- prompts ----------------------------------------------------------------------
 
     def _encode(self, text: str) -> tuple[int, ...]:
         return tuple(self.tokenizer(text, add_special_tokens=False)["input_ids"])
@@ -123,6 +109,35 @@ class LocalEngine:
 
     def count_text_tokens(self, text: str) -> int:
         return len(self._encode(text))
+
+
+class LocalEngine:
+    """SmolLM2 with a radix tree of KV prefixes shared by every session."""
+
+    model_id = MODEL_ID
+    tokenizer_id = "smollm2-135m-gpt2bpe"
+
+    def __init__(self, *, kv_budget_mb: int = 512, attn_implementation: str = "sdpa") -> None:
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        self._torch = torch
+        self.chat = ChatTokenizer()
+        self.tokenizer = self.chat.tokenizer
+        folder = self.chat.folder
+        # The GGUF de-quantisation progress bar (tqdm, on stderr) would flood the server log.
+        with contextlib.redirect_stderr(io.StringIO()):
+            self.model = AutoModelForCausalLM.from_pretrained(
+                str(folder), gguf_file=GGUF_FILE, dtype=torch.float32,
+                attn_implementation=attn_implementation).eval()
+        self.context_length = int(self.model.config.max_position_embeddings)
+        self.eos_ids = {int(self.tokenizer.convert_tokens_to_ids(t)) for t in ("<|im_end|>", "<|endoftext|>")}
+        self.kv = RadixKVCache(kv_budget_mb * 1024 * 1024)
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="smartcache-engine")
+        self.encode_messages = self.chat.encode_messages
+        self.count_tokens = self.chat.count_tokens
+        self.count_text_tokens = self.chat.count_text_tokens
+        self._encode = self.chat._encode
 
     # -- forward passes ---------------------------------------------------------------
 

@@ -93,14 +93,14 @@ def calibrate_scores(name: str, domain: str, cosines: np.ndarray, labels: np.nda
         target = float(ranked[-1]) if len(ranked) else 0.0
     else:
         target = float(np.nextafter(ranked[allowed], np.float32(2.0)))
-    target = min(target, 1.0)
+    target = min(math.ceil(target * 10_000) / 10_000, 1.0)   # round up: rounding down could admit a negative
     sweep = []
     for t in SWEEP:
         tp, fp = int((pos >= t).sum()), int((neg >= t).sum())
         sweep.append({"threshold": t, "hit_rate": tp / len(pos) if len(pos) else 0.0,
                       "precision": tp / (tp + fp) if tp + fp else 1.0,
                       "false_hit_rate": fp / len(neg) if len(neg) else 0.0})
-    return Calibration(name, domain, len(pos), len(neg), round(initial, 4), target_rate, round(target, 4),
+    return Calibration(name, domain, len(pos), len(neg), round(initial, 4), target_rate, target,
                        allowed >= 1, float((pos >= target).mean()) if len(pos) else 0.0, sweep, cosines, labels)
 
 
