@@ -10,7 +10,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv serve test browser demo bench clean
+.PHONY: venv serve test browser demo bench benchmark evaluate calibrate clean
 
 venv: $(STAMP)
 
@@ -37,6 +37,18 @@ test: $(STAMP) browser
 
 bench: $(STAMP)
 	$(PY) scripts/bench_gateway.py
+
+# The project's multi-turn benchmark (fixed seed) and the one run that scores every
+# system and ablation on it; the report and plot land in docs/.
+benchmark: $(STAMP)
+	$(PY) scripts/build_benchmark.py --out build/benchmark.jsonl
+
+evaluate: benchmark
+	$(VENV)/bin/smartcache eval --cases build/benchmark.jsonl --ablate tags,change_detection,validation,context_view \
+	  --json build/eval.json --report docs/eval/benchmark.md
+
+calibrate: $(STAMP)
+	$(VENV)/bin/smartcache calibrate --out docs/calibration
 
 demo: $(STAMP)
 	$(VENV)/bin/smartcache explain examples/hotel-breakfast.json
