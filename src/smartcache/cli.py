@@ -118,6 +118,8 @@ def _calibrate(args: argparse.Namespace) -> int:
 
     from smartcache.eval import calibrate as cal
 
+    if args.cases:
+        return _calibrate_cases(args)
     data_dir = Path(args.data_dir) if args.data_dir else DATA_DIR
     names = [n.strip() for n in args.pairs.split(",") if n.strip()]
     unknown = set(names) - set(cal.SET_DOMAINS)
@@ -191,6 +193,46 @@ def _warmup(args: argparse.Namespace) -> int:
         return 2
     report = rp.warmup(cache, sessions, min_count=args.min_count, to_global=not args.per_session)
     print(json.dumps(report, ensure_ascii=False, indent=2))
+    return 0
+
+
+def _calibrate_cases(args: argparse.Namespace) -> int:
+    """Per-domain hit thresholds from labelled cases, through the whole pipeline."""
+    from smartcache import eval as ev
+    from smartcache.eval import calibrate as cal
+
+    try:
+        cases = ev.load_cases(args.cases)
+        base = load_config(args.config)
+        encoder = SmartCache(base).encoder
+        floor = base.table_for(encoder.name).default.half_hit
+        # Hit threshold at the floor for every tier and domain: the rules alone decide who is served.
+        tables = {"default": {"hit": floor}, "tier": {t: {"hit": floor} for t in ("low", "medium", "high")}}
+        low = load_config(args.config, thresholds={encoder.name: tables})
+        low = type(low)(**{**low.__dict__, "thresholds": {
+            encoder.name: type(low.table_for(encoder.name))(low.table_for(encoder.name).default,
+                                                            low.table_for(encoder.name).by_tier, {})}})
+    except (OSError, SmartCacheError) as exc:
+        print(f"smartcache: error: {exc}", file=sys.stderr)
+        return 2
+    scores = cal.case_scores(lambda: SmartCache(low, encoder=encoder), cases,
+                             progress=_progress_bar("calibrate", len(cases)))
+    results = [cal.calibrate_scores(domain, domain, cos, labels, args.target, floor=floor)
+               for domain, (cos, labels) in sorted(scores.items())]
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    table = base.table_for(encoder.name).default
+    (out / "thresholds.toml").write_text(cal.thresholds_toml(encoder.name, results, half_hit=table.half_hit,
+                                                             context=table.context), encoding="utf-8")
+    cal.plot(results, out / "calibration.png")
+    command = "smartcache " + " ".join(sys.argv[1:])
+    report = cal.markdown(results, encoder.name, "calibration.png", command)
+    report = report.replace("Raw cosines of the normalised pair texts (no rules).",
+                            "Turn cosines of the hits the rules let through (hit threshold at the floor), per detected "
+                            "domain; positives are correct hits, negatives served wrong answers.")
+    (out / "calibration.md").write_text(report, encoding="utf-8")
+    print(report)
+    print(f"wrote {out / 'thresholds.toml'}", file=sys.stderr)
     return 0
 
 
@@ -268,6 +310,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ev.add_argument("--report", metavar="FILE.md", help="write a markdown report (tables and a PNG plot beside it)")
     cal = sub.add_parser("calibrate", help="thresholds from labelled pairs: p95 of negatives and a target false-hit rate")
     cal.add_argument("--pairs", default="qqp,lcqmc,bq,pawsx", help="public pair sets under ../shared/data")
+    cal.add_argument("--cases", help="calibrate from labelled cases (CASES.md) through the whole pipeline instead")
     cal.add_argument("--data-dir", help="where the pair sets are (default: ../shared/data beside the repo)")
     cal.add_argument("--limit", type=int, default=10000, help="pairs sampled per set (seed 0)")
     cal.add_argument("--target", type=float, default=1e-4, help="false-hit rate the threshold must meet")

@@ -83,9 +83,10 @@ def pair_cosines(encoder, rows: Sequence[tuple[str, str, int]], *, batch: int = 
 
 
 def calibrate_scores(name: str, domain: str, cosines: np.ndarray, labels: np.ndarray,
-                     target_rate: float = 1e-4) -> Calibration:
+                     target_rate: float = 1e-4, floor: float = -1.0) -> Calibration:
+    """``floor``: the threshold never goes below it (the half-hit floor, for case calibration)."""
     pos, neg = cosines[labels == 1], cosines[labels == 0]
-    initial = float(np.percentile(neg, 95)) if len(neg) else 1.0
+    initial = max(float(np.percentile(neg, 95)), floor) if len(neg) else 1.0
     # The k-th highest negative may score at or above the threshold, k = floor(rate * n).
     allowed = math.floor(target_rate * len(neg))
     ranked = np.sort(neg)[::-1]
@@ -93,7 +94,7 @@ def calibrate_scores(name: str, domain: str, cosines: np.ndarray, labels: np.nda
         target = float(ranked[-1]) if len(ranked) else 0.0
     else:
         target = float(np.nextafter(ranked[allowed], np.float32(2.0)))
-    target = min(math.ceil(target * 10_000) / 10_000, 1.0)   # round up: rounding down could admit a negative
+    target = min(max(math.ceil(target * 10_000) / 10_000, floor), 1.0)   # round up: rounding down could admit a negative
     sweep = []
     for t in SWEEP:
         tp, fp = int((pos >= t).sum()), int((neg >= t).sum())
@@ -110,7 +111,7 @@ def thresholds_toml(encoder: str, results: Sequence[Calibration], *, half_hit: f
     by_domain: dict[str, float] = {}
     for r in results:
         by_domain[r.domain] = max(by_domain.get(r.domain, 0.0), r.target)
-    lines = [f"# Written by `smartcache calibrate` (target false-hit rate {results[0].target_rate:g} on raw cosines).",
+    lines = [f"# Written by `smartcache calibrate` (target false-hit rate {results[0].target_rate:g}).",
              f"# Sets: {', '.join(f'{r.name} -> {r.domain}' for r in results)}."]
     for domain, hit in sorted(by_domain.items()):
         hit = round(min(hit, 1.0), 4)
@@ -162,3 +163,38 @@ def markdown(results: Sequence[Calibration], encoder: str, plot_name: str, comma
         lines.append(f"| {t:.2f} | " + " | ".join(cells) + " |")
     lines += ["", f"![hit rate and precision against threshold]({plot_name})", ""]
     return "\n".join(lines)
+
+
+def case_scores(make_cache, cases, *, progress=None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Calibration from labelled cases, through the whole pipeline: each case runs in a fresh
+    cache whose hit threshold is at the floor, so every candidate the rules let through is
+    served; its turn cosine is kept per (detected) domain. A correct hit is a positive sample,
+    a served wrong answer a negative one; cases not served score -1 (no threshold reaches them).
+
+    Returns domain -> (cosines, labels), the input of ``calibrate_scores``."""
+    from smartcache.decide import Zone
+
+    by_domain: dict[str, tuple[list[float], list[int]]] = {}
+    for case in cases:
+        cache = make_cache()
+        for item in case.cached:
+            result = cache.store(item.messages, item.answer, session=case.session, tenant=case.tenant,
+                                 versions=item.versions or case.versions, scope=case.scope)
+            if result.stored:
+                cache.promote(result.cache_id, to_global=case.scope == "global")
+        decision = cache.lookup(case.probe, session=case.probe_session, tenant=case.tenant,
+                                versions=case.probe_versions)
+        domain = cache.fingerprint(case.probe, versions=case.probe_versions)[0].signature.domain
+        cosines, labels = by_domain.setdefault(domain, ([], []))
+        served = decision.zone is Zone.HIT
+        score = float(decision.scores.turn) if served and decision.scores.turn is not None else 1.0
+        correct = served and case.expect == "hit" and decision.answer == case.expected_answer
+        if case.expect == "hit":
+            cosines.append(score if correct else -1.0)
+            labels.append(1)
+        if served and not correct or case.expect != "hit":
+            cosines.append(score if served and not correct else -1.0)
+            labels.append(0)
+        if progress:
+            progress()
+    return {d: (np.asarray(c, np.float32), np.asarray(l)) for d, (c, l) in by_domain.items()}

@@ -83,7 +83,7 @@ _ZH_SUFFIX = re.compile(f"(?:{_ZH_NAME_SUFFIX})")
 # Brand names with 家 in them ("如家酒店"): 家 is otherwise a function character ("一家酒店").
 _ZH_JIA_NAME = re.compile(rf"([^{_STOP_CHARS}一二两三四五六七八九十几某各\W\d]{{1,3}}家(?:酒店|宾馆|饭店|餐厅|酒家|客栈))")
 # Quantity and politeness words a name never starts with ("推荐一下北京市中心的酒店").
-_ZH_NAME_LEAD = re.compile(r"^(?:一下|一些|一家|一个|几家|有些|附近)+")
+_ZH_NAME_LEAD = re.compile(r"^(?:一下|一些|一家|一个|几家|有些|附近|部署|迁移|调试|开启|使用|用|查看|申请|修改|关闭|升级|重启|配置)+")
 _ZH_RUN = re.compile(rf"[{_CJK}]+")
 _PLACES = tuple(
     "北京 上海 天津 重庆 杭州 苏州 南京 广州 深圳 成都 西安 武汉 长沙 厦门 青岛 大连 沈阳 哈尔滨 昆明 大理 丽江 三亚 海口 "
@@ -91,13 +91,13 @@ _PLACES = tuple(
     "首尔 曼谷 新加坡 巴黎 伦敦 纽约 西湖 故宫 长城 颐和园 天安门 外滩 鼓浪屿 黄山 泰山 张家界 九寨沟 迪士尼".split()
 )
 _PLACE = re.compile("|".join(sorted(map(re.escape, _PLACES), key=len, reverse=True)))
-_LATIN_IN_ZH = re.compile(rf"(?:(?<=[{_CJK}])|^)([A-Za-z][A-Za-z0-9+#._-]*)(?=[{_CJK}\s,.!?]|$)")
+_LATIN_IN_ZH = re.compile(rf"(?:(?<=[{_CJK}])|(?<=[\s,.!?:;(])|^)([A-Za-z][A-Za-z0-9+#._-]*)(?=[{_CJK}\s,.!?:;)]|$)")
 _CAPITALISED = re.compile(r"(?<=[a-z0-9,;)] )([A-Z][a-zA-Z0-9]+(?:\s[A-Z][a-zA-Z0-9]+)*)")
 _SINGLE_CAP = re.compile(r"(?<![\w'])([A-Z])(?![\w'])")
 _QUOTED = re.compile(r'"([^"\n]{1,30})"')
 _NUM_UNIT = re.compile(rf"(?<![\w.])(\d+(?:\.\d+)?)(?:\s*-\s*|\s*)({_UNITS})(?!(?<=[a-z])[a-z])", re.I | re.ASCII)
 _PARTY = re.compile(r"(?<![\w.])(\d+) of us\b", re.I)        # "3 of us" = 3 people
-_ACRONYM = re.compile(r"\b([A-Z][A-Z0-9]{1,9})\b")             # UPS, AWS, HTTPS: names wherever they stand
+_ACRONYM = re.compile(r"\b([A-Z][A-Z0-9]{1,9}|[A-Z][a-z]+[A-Z][A-Za-z0-9]*)\b")   # UPS, HTTPS, FedEx, GitHub: names anywhere
 _BARE_NUM = re.compile(r"(?<![\w.$])(\d+(?:\.\d+)?)(?![\w.]|\.\d)", re.ASCII)
 _EN_STOP_CAPS = {"I", "I'm", "I'd", "I've", "I'll", "OK", "Please", "Thanks", "Hi", "Hello"}
 

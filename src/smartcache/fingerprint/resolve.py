@@ -71,12 +71,37 @@ def resolve_references(text: str, context: Sequence[str]) -> str:
             target = _proper_antecedent(context)
         return target if target else match.group(0)
 
+    text = _resolve_text_reference(text, context)
     text = _EN_REF.sub(en, _ZH_REF.sub(zh, text))
     if _EN_PRONOUN.search(text):
         target = _proper_antecedent(context)
         if target:
             text = _EN_PRONOUN.sub(target, text)
     return text
+
+
+# A reference to a text pasted earlier ("把上面这段话润色一下", "polish the paragraph above",
+# "translate it"): resolved to the instruction-and-material form of a turn that pastes it.
+_ZH_TEXT_REF = re.compile(r"(?:上面|上述|刚才|前面)的?(?:这|那)?(?:段|篇)(?:话|文字|内容)?|上面的(?:文字|内容)|(?:这|那)段(?:话|文字)")
+_EN_TEXT_REF = re.compile(r"\b(?:the (?:paragraph|text|draft) above|(?:that|this|my) (?:draft|paragraph|text)|the above)\b"
+                          r"|(?:(?<=\btranslate )|(?<=\bpolish )|(?<=\bmake )|(?<=\brewrite )|(?<=\bshorten )"
+                          r"|(?<=\bsummarise )|(?<=\bsummarize ))it\b", re.I)
+_MATERIAL = re.compile(r"[:：]\s*(.{15,})$", re.S)
+
+
+def _resolve_text_reference(text: str, context: Sequence[str]) -> str:
+    if _MATERIAL.search(text):          # the material is in the turn itself
+        return text
+    zh = _ZH_TEXT_REF.search(text)
+    en = None if zh else _EN_TEXT_REF.search(text)
+    if not (zh or en):
+        return text
+    material = next((m.group(1).strip() for turn in reversed(context) for m in [_MATERIAL.search(turn)] if m), None)
+    if material is None:
+        return text
+    if zh:
+        return _ZH_TEXT_REF.sub("这段话", text, count=1).rstrip("。.!！?？ ") + ":" + material
+    return _EN_TEXT_REF.sub("this text", text, count=1).rstrip(".!? ") + ": " + material
 
 
 def _proper_antecedent(context: Sequence[str]) -> str | None:

@@ -120,7 +120,7 @@ _ACTIONS: dict[str, re.Pattern[str]] = {name: _rx(*parts) for name, parts in {
     "upgrade": (r"升级", r"\bupgrad"), "enable": (r"开启", r"打开", r"启用", r"开通", r"\benable", r"\bturn on\b", r"\bswitch on\b"),
     "purpose": (r"有什么用", r"有什么作用", r"作用是", r"用途", r"\bwhat does .{1,40} do\b", r"\bwhat is .{1,30} for\b"),
     "return": (r"退货", r"\breturn(?! shipping)"), "exchange": (r"换货", r"\bexchange"), "refund": (r"退款", r"\brefund"),
-    "warranty": (r"保修", r"\bwarranty"), "repair": (r"维修", r"\brepair"), "invoice": (r"发票", r"\binvoice"),
+    "warranty": (r"保修", r"\bwarranty"), "repair": (r"维修", r"\brepair(?!ed under (?:the )?warranty)"), "invoice": (r"发票", r"\binvoice"),
     "cancel": (r"取消", r"\bcancel"), "modify": (r"修改", r"改地址", r"改收货", r"\b(?:change|update|edit) (?:the |my )?(?:shipping |delivery )?address"),
     "lost": (r"丢件", r"丢了", r"弄丢", r"\blost\b", r"\bloses?\b"), "damaged": (r"破损", r"\bdamaged?\b"),
     "stalled": (r"不更新", r"\bhasn'?t updated\b"), "polish": (r"润色", r"通顺", r"\bpolish", r"\bproofread", r"improve the flow"),
@@ -233,8 +233,15 @@ def task_actions(text: str) -> tuple[str, ...]:
     return tuple(sorted(name for name, pattern in _ACTIONS.items() if pattern.search(text)))
 
 
+# "在哪里开启" / "where can I enable": asking where a setting is, is asking how to do it.
+_WHERE_TO_DO = _rx(r"(?:在哪|哪里|哪儿)(?:里|儿)?(?:可以|能)?(?:开启|打开|关闭|关掉|设置|修改|申请|找到|查看|开通|启用)",
+                   r"\bwhere (?:can|do|should) i (?:enable|disable|turn|switch|set|change|find|apply)\b")
+
+
 def task_skeleton(text: str) -> str:
     """The question type of a turn ('why', 'how', 'write', ...; 'other' when none)."""
+    if _WHERE_TO_DO.search(text):
+        return "how"
     for name, pattern in _SKELETONS:
         if pattern.search(text):
             return name
