@@ -16,8 +16,8 @@ SYSTEM = S("你是一个乐于助人的助手。当前时间：2026-12-01 10:00:
     ("Enable feature A for my account", "Don't enable feature A for my account", "intent_reversal"),
     ("怎么开启自动备份", "怎么关闭自动备份", "intent_reversal"),
     ("How do I install docker on ubuntu", "How do I uninstall docker on ubuntu", "intent_reversal"),
-    ("帮我写一封请假邮件", "帮我写一封投诉邮件", "related_but_different"),
-    ("Write a sick leave email to my manager", "Write a complaint email to my manager", "related_but_different"),
+    ("帮我写一封请假邮件", "帮我写一封投诉邮件", "entity_change"),          # doc:请假邮件 -> doc:投诉邮件
+    ("Write a sick leave email to my manager", "Write a complaint email to my manager", "entity_change"),
     ("怎么部署", "怎么迁移", "task_action"),
     ("How do I deploy this service?", "How do I migrate this service?", "task_action"),
     ("周末去杭州玩三天，预算五千以内，帮我排个行程", "周末去苏州玩三天，预算五千以内，帮我排个行程", "entity_change"),

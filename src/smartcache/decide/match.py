@@ -27,8 +27,8 @@ from smartcache.store import Entry, Scope
 _SYNONYMS = [frozenset(group.split("|")) for group in (
     "怎么|如何|怎样|咋|怎么样|如何才能|怎样才能", "多久|几天|多长时间|多少天|什么时候|多少时间", "多少钱|价格|费用|价钱|多少|收费|钱",
     "酒店|宾馆|旅馆|住处", "便宜|实惠|划算|性价比高", "好吃|美味|好吃的", "推荐|介绍|建议|推荐一下", "开启|打开|启用|开通",
-    "关闭|关掉|停用", "能|能够|可|会", "帮我|给我|麻烦|帮忙", "写|起草|撰写|写一下",
-    "问题|故障|毛病|坏了|坏掉|出故障|出问题|出毛病|坏", "退款|退钱", "火车票|高铁票|车票|动车票", "快递|物流|包裹", "吗|么|呢|吧",
+    "关闭|关掉|停用", "能|能够", "帮我|给我|麻烦|帮忙", "写|起草|撰写|写一下",
+    "问题|故障|毛病|坏了|坏掉|出故障|出问题|出毛病|坏", "退款|退钱", "火车票|高铁票|车票|动车票", "flight|plane|airplane", "快递|物流|包裹", "吗|么|呢|吧",
     "值不值得|值得|好不好", "是什么|什么是|指什么", "步骤|流程|方法|办法", "订|预订|预定", "附近|周边|旁边",
     "到|去|至|前往", "怎么办|怎么处理|如何处理|怎么解决|如何解决|咋办|该怎么办", "进度|到哪1步|到哪了|状态|进展",
     "how do i|how can i|how to|how should i|how do you|how can you", "cheap|affordable|inexpensive",
@@ -64,7 +64,7 @@ def _tokens(text: str) -> list[str]:
 
 def _singular(token: str) -> str:
     """'tickets' and 'ticket' are one word to the diff ('status', 'bus' stay)."""
-    if len(token) > 3 and token.isascii() and token.endswith("s") and not token.endswith(("ss", "us", "is")):
+    if len(token) > 4 and token.isascii() and token.endswith("s") and not token.endswith(("ss", "us", "is")):
         return token[:-1]
     return token
 
@@ -87,6 +87,10 @@ def substituted_spans(a: str, b: str) -> list[tuple[str, str]]:
         return []
     i1, i2, j1, j2 = replaced[0]
     if i2 - i1 > _MAX_SLOT or j2 - j1 > _MAX_SLOT:
+        return []
+    # A side made only of question words and synonym stand-ins ("how do i" / "what are the
+    # steps to") swaps the form of the question, not its subject.
+    if any(all(_is_form_word(t) for t in side) for side in (ta[i1:i2], tb[j1:j2])):
         return []
     return [(joiner(ta[i1:i2]).translate(_SHOWN), joiner(tb[j1:j2]).translate(_SHOWN))]
 
@@ -260,7 +264,7 @@ def _edited_turn(mine: tuple[str, ...], theirs: tuple[str, ...]) -> str | None:
         return None
     for a, b in zip(mine, theirs):
         ta, tb = _tokens(a), _tokens(b)
-        if ta != tb and _common_share(ta, tb) >= 0.5:
+        if ta != tb and max(_common_share(ta, tb), _common_share(tb, ta)) >= 0.4:
             return a
     return None
 
@@ -278,6 +282,10 @@ _ORDER_MATTERS = re.compile(r"从.+(?:到|去|至)|飞|比|还是|\bfrom\b.+\bto
                             r"\bto\b.+\bfrom\b")
 # Question words: a swap of one for another is a rephrasing the skeleton check already judged.
 _QUESTION_WORDS = frozenset("what how much many which when where who why whether if 什么 多少 几 哪".split())
+
+
+def _is_form_word(token: str) -> bool:
+    return "\ue000" <= token[:1] <= "\uf8ff" or token in _QUESTION_WORDS or token in ("这", "那", "它")
 
 
 def _anaphora(x: str, y: str, text_x: str, text_y: str) -> bool:

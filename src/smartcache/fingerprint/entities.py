@@ -34,7 +34,7 @@ class Entity:
 # generic classifier ("1个", "a hotel") is dropped, it rarely carries a constraint.
 _UNITS = (
     "小时|分钟|公里|公斤|千克|厘米|星期|天|晚|夜|人|位|个|家|间|张|本|次|年|月|号|秒|岁|斤|克|米|周|"
-    "条|份|杯|瓶|台|件|种|套|层|楼|站|倍|折|成|遍|部|首|篇|封|页|行|段|句|题|道|项|步|辆|星|%|"
+    "条|份|杯|瓶|台|件|种|套|层|楼|站|倍|折|成|遍|部|首|篇|封|页|行|段|句|题|道|项|步|辆|星|字|%|"
     "gb|mb|kb|tb|ms|km|kg|cm|mm|m|g|s|h|"
     "days?|nights?|people|persons?|guests?|adults?|kids?|children|hours?|minutes?|mins?|seconds?|weeks?|"
     "months?|years?|items?|rooms?|stars?|pages?|words?|lines?|steps?|times|tickets?|cores?|gpus?|"
@@ -99,6 +99,15 @@ _NUM_UNIT = re.compile(rf"(?<![\w.])(\d+(?:\.\d+)?)(?:\s*-\s*|\s*)({_UNITS})(?!(
 _PARTY = re.compile(r"(?<![\w.])(\d+) of us\b", re.I)        # "3 of us" = 3 people
 _ACRONYM = re.compile(r"\b([A-Z][A-Z0-9]{1,9}|[A-Z][a-z]+[A-Z][A-Za-z0-9]*)\b")   # UPS, HTTPS, FedEx, GitHub: names anywhere
 _BARE_NUM = re.compile(r"(?<![\w.$])(\d+(?:\.\d+)?)(?![\w.]|\.\d)", re.ASCII)
+# Style and document kind: what a writing request produces. "formal" / "casual" or
+# "weekly report" / "event announcement" are different requests, however alike the words.
+_STYLE = re.compile(r"正式|轻松|简洁|幽默|委婉|礼貌|口语化|活泼|严肃|书面|"
+                    r"\b(?:formal|casual|concise|friendly|polite|humorous|informal|playful|serious)\b", re.I)
+_DOC_HEAD = (r"(?:email|e-mail|report|notes|review|description|announcement|letter|invitation|memo|proposal|"
+             r"summary|post|message|essay|resume|newsletter)")
+_DOC_EN = re.compile(rf"\b((?:[a-z]+[- ])?[a-z]+[- ]{_DOC_HEAD})\b", re.I)
+_DOC_ZH = re.compile(r"(?:^|(?<=[的封份篇个写给草]))([^的\W\d]{2,6}?)的?(邮件|周报|日报|月报|通知|纪要|介绍|总结|简历|文案|报告|说明|邀请函|短信)")
+_DOC_NOT = frozenset("a an the my your our this that write draft compose some about around of i m".split())
 _EN_STOP_CAPS = {"I", "I'm", "I'd", "I've", "I'll", "OK", "Please", "Thanks", "Hi", "Hello"}
 
 
@@ -165,6 +174,16 @@ def extract_entities(text: str) -> list[Entity]:
         take(m.start(), m.end(), Entity("num", f"{value:g}{unit}"))
     for m in _BARE_NUM.finditer(text):
         take(m.start(), m.end(), Entity("num", f"{float(m[1]):g}"))
+    for m in _STYLE.finditer(text):
+        take(m.start(), m.end(), Entity("style", m[0].lower()))
+    for m in (_DOC_EN.finditer(text) if not _is_zh(text) else ()):
+        words = [w for w in re.split(r"[- ]", m[1].lower()) if w not in _DOC_NOT]
+        if len(words) >= 2 and not words[0].endswith("ing"):      # "making notes" is not a document
+            take(m.start(1), m.end(1), Entity("doc", " ".join(words)))
+    for m in (_DOC_ZH.finditer(text) if _is_zh(text) else ()):
+        body = re.sub(r"^(?:一封|一份|一篇|一个|写|给|帮我|起草|发给)+", "", m[1])
+        if len(body) >= 2:
+            take(m.start(), m.end(), Entity("doc", body + m[2]))
     for m in _QUOTED.finditer(text):
         take(m.start(1), m.end(1), Entity("name", m[1].strip().lower()))
     for m in _ZH_JIA_NAME.finditer(text):
