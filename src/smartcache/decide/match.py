@@ -36,7 +36,13 @@ _SYNONYMS = [frozenset(group.split("|")) for group in (
     "steps|process|way|procedure", "near|close to|around", "set up|setup|configure|install",
     "recommend|suggest|what are good|what are some good|any good", "turn on|switch on|enable|activate",
     "turn off|switch off|disable|deactivate", "英文|英语", "write|draft|compose", "status|progress|how is it going|where is it at",
+    "提交|commit", "列表|list", "元组|tuple", "字典|dict|dictionary", "分支|branch", "合并|merge", "仓库|repo|repository",
 )]
+# Groups that are the form of a question or a courtesy, not its subject: a swap between
+# one of these and anything is a rephrasing.
+_FORM_GROUPS = frozenset(i for i, g in enumerate(_SYNONYMS) if g & {
+    "怎么", "多久", "推荐", "帮我", "吗", "是什么", "步骤", "怎么办", "能", "how do i", "show", "what is", "steps",
+    "recommend", "status", "到", "值得"})
 # Tokens dropped before diffing. Chinese is diffed by character, so only particles
 # that are never part of a content word are dropped ("请" is not: "请假").
 _FILLER = frozenset("的 了 吗 呢 吧 啊 呀 嘛 please the a an me my i you to for of is are was were be do does "
@@ -285,7 +291,9 @@ _QUESTION_WORDS = frozenset("what how much many which when where who why whether
 
 
 def _is_form_word(token: str) -> bool:
-    return "\ue000" <= token[:1] <= "\uf8ff" or token in _QUESTION_WORDS or token in ("这", "那", "它")
+    if "\ue000" <= token[:1] <= "\uf8ff":
+        return ord(token[0]) - 0xE000 in _FORM_GROUPS
+    return token in _QUESTION_WORDS or token in ("这", "那", "它")
 
 
 def _anaphora(x: str, y: str, text_x: str, text_y: str) -> bool:

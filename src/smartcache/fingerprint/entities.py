@@ -108,6 +108,8 @@ _DOC_HEAD = (r"(?:email|e-mail|report|notes|review|description|announcement|lett
 _DOC_EN = re.compile(rf"\b((?:[a-z]+[- ])?[a-z]+[- ]{_DOC_HEAD})\b", re.I)
 _DOC_ZH = re.compile(r"(?:^|(?<=[的封份篇个写给草]))([^的\W\d]{2,6}?)的?(邮件|周报|日报|月报|通知|纪要|介绍|总结|简历|文案|报告|说明|邀请函|短信)")
 _DOC_NOT = frozenset("a an the my your our this that write draft compose some about around of i m".split())
+# Programming terms Chinese users write in English: words with a Chinese equivalent, not names.
+_TERMS = frozenset("commit list tuple dict dictionary branch merge repo repository bug".split())
 _EN_STOP_CAPS = {"I", "I'm", "I'd", "I've", "I'll", "OK", "Please", "Thanks", "Hi", "Hello"}
 
 
@@ -181,7 +183,7 @@ def extract_entities(text: str) -> list[Entity]:
         if len(words) >= 2 and not words[0].endswith("ing"):      # "making notes" is not a document
             take(m.start(1), m.end(1), Entity("doc", " ".join(words)))
     for m in (_DOC_ZH.finditer(text) if _is_zh(text) else ()):
-        body = re.sub(r"^(?:一封|一份|一篇|一个|写|给|帮我|起草|发给)+", "", m[1])
+        body = re.sub(r"^(?:一封|一份|一篇|一个|如何|怎么|怎样|写好|写|给|帮我|起草|发给)+", "", m[1])
         if len(body) >= 2:
             take(m.start(), m.end(), Entity("doc", body + m[2]))
     for m in _QUOTED.finditer(text):
@@ -194,7 +196,8 @@ def extract_entities(text: str) -> list[Entity]:
         take(m.start(), m.end(), Entity("name", m[0]))  # a known place is a name
     if _is_zh(text):
         for m in _LATIN_IN_ZH.finditer(text):
-            take(m.start(1), m.end(1), Entity("name", m[1].lower()))
+            if m[1].lower() not in _TERMS:
+                take(m.start(1), m.end(1), Entity("name", m[1].lower()))
     else:
         for m in _ACRONYM.finditer(text):
             if m[1] not in _EN_STOP_CAPS:

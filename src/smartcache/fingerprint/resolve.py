@@ -105,7 +105,7 @@ def _resolve_text_reference(text: str, context: Sequence[str]) -> str:
 
 
 def _proper_antecedent(context: Sequence[str]) -> str | None:
-    for turn in reversed(context):
+    for turn in list(context)[-2:][::-1]:      # only the last exchange: "it" does not reach further back
         phrases = [p for p in _PROPER.findall(turn) if p.split()[-1] not in _NOT_PROPER and p not in _NOT_PROPER]
         if phrases:
             # "the Tower of London … London": a phrase inside another is the same thing.

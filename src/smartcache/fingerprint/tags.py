@@ -131,7 +131,7 @@ _ACTIONS: dict[str, re.Pattern[str]] = {name: _rx(*parts) for name, parts in {
     "shorten": (r"缩写", r"精简", r"\bshorten", r"\bcut it down\b"), "expand": (r"扩写", r"\bexpand"),
     "title": (r"标题", r"\btitle\b", r"\bsubject line\b"),
     "rewrite": (r"语气", r"改写", r"重写", r"\brewrite", r"\brephrase", r"\btone\b", r"\bsound (?:more )?\w+:"),
-    "write": (r"写(?!入|成)", r"起草", r"\bwrite\b(?! (?:a |the |to )?(?:json|csv|file))", r"\bdraft\b", r"\bcompose\b"),
+    "write": (r"(?<![改重编缩扩])写(?!入|成)", r"起草", r"\bwrite\b(?! (?:a |the |to )?(?:json|csv|file))", r"\bdraft\b", r"\bcompose\b"),
     "write_file": (r"写入", r"写成", r"保存为", r"\bwrite (?:a |the |to )?(?:json|csv|file)", r"\bsave\b"),
     "plan": (r"行程", r"规划", r"\bplan\b", r"\bitinerar", r"\btrip\b"), "packing": (r"行李清单", r"\bpacking list\b"),
     "food": (r"美食", r"\bfood tour\b"), "book": (r"预订", r"预定", r"\bbook(?:ing)?\b"),
@@ -173,7 +173,7 @@ _SKELETONS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("how_much", _rx(r"多少钱", r"价格", r"费用", r"多贵", r"收费", r"价钱", r"预算.{0,6}多少", r"多少预算", r"花多少",
                      r"\bhow much\b", r"\bprice\b", r"\bcost\b", r"\bbudget\b",
                      r"\bfees?\b")),
-    ("how_long", _rx(r"多久", r"多长时间", r"什么时候", r"何时", r"几天", r"多少天", r"几个小时", r"\bhow long\b", r"\bwhen\b", r"\bwhat time\b",
+    ("how_long", _rx(r"多久", r"多长时间", r"什么时候", r"何时", r"几天", r"多少天", r"几个小时", r"几点", r"\bhow long\b", r"\bwhen\b", r"\bwhat time\b", r"\bopening hours\b",
                      r"\btravel time\b", r"\bhow early\b", r"\bhow many (?:hours|days|minutes)\b")),
     ("where", _rx(r"哪里", r"在哪", r"哪儿", r"什么地方", r"\bwhere\b")),
     ("who", _rx(r"(?<!什)谁", r"\bwho\b")),
@@ -231,7 +231,9 @@ def intent_domain(text: str) -> str:
 
 
 def task_actions(text: str) -> tuple[str, ...]:
-    """The action classes a turn asks for, sorted ('deploy', 'refund', 'translate', ...)."""
+    """The action classes a turn asks for, sorted ('deploy', 'refund', 'translate', ...);
+    read from the instruction only, not from pasted material ("…下周计划开始测试")."""
+    text = instruction_part(text)
     return tuple(sorted(name for name, pattern in _ACTIONS.items() if pattern.search(text)))
 
 
@@ -252,15 +254,18 @@ def task_skeleton(text: str) -> str:
 
 def skeletons_conflict(a: str, b: str) -> bool:
     """True when two question types ask for different things (a 'why' is never a 'how much').
-    'other' is a type the rules did not recognise, so it conflicts with nothing."""
-    return a != b and "other" not in (a, b) and (a in STRONG_SKELETONS or b in STRONG_SKELETONS)
+    'other' (no type recognised) conflicts with the strong types too: unsure is not same."""
+    return a != b and (a in STRONG_SKELETONS or b in STRONG_SKELETONS)
 
 
 def instruction_part(text: str) -> str:
     """The instruction of an "instruction: material" turn ("总结要点：由于天气原因……"): words
     inside the material are what is worked on, not what is asked."""
-    head, sep, tail = text.partition(":")
-    return head if sep and len(tail.strip()) >= 15 and len(head) <= 60 else text
+    for mark in (":", "?"):
+        head, sep, tail = text.partition(mark)
+        if sep and len(tail.strip()) >= 15 and len(head) <= 60:
+            return head
+    return text
 
 
 def is_time_sensitive(text: str) -> bool:
