@@ -18,7 +18,7 @@ import re
 import threading
 from functools import lru_cache
 
-_NOUN_TAGS = ("n", "nr", "ns", "nt", "nz", "nrt", "nrfg", "nw")
+_NOUN_TAGS = ("n", "nr", "ns", "nt", "nz", "nrt", "nrfg", "nw", "l")   # l: fixed phrases ("电动牙刷")
 # Nouns that name a kind of thing rather than the thing: they never make a swap.
 _GENERIC = frozenset("景点 酒店 宾馆 餐厅 地方 东西 问题 情况 事情 时间 时候 方法 办法 步骤 流程 材料 资料 证件 "
                      "办理 手续 订单 收货 地址 内容 文字 段落 上面 下面 这段 那段 项目 邮件 文章 功能 服务 "
@@ -56,3 +56,4 @@ def chinese_nouns(text: str) -> tuple[str, ...]:
         if flag in _NOUN_TAGS and len(word) >= 2 and _has_cjk(word) and word not in _GENERIC:
             seen.setdefault(word, None)
     return tuple(seen)
+

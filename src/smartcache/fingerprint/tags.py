@@ -121,7 +121,7 @@ _ACTIONS: dict[str, re.Pattern[str]] = {name: _rx(*parts) for name, parts in {
     "upgrade": (r"升级", r"\bupgrad"), "uninstall": (r"卸载", r"\buninstall"),
     "features": (r"新特性", r"新功能", r"\bwhat'?s new\b", r"\bnew features\b"), "enable": (r"开启", r"打开", r"启用", r"开通", r"\benable", r"\bturn on\b", r"\bswitch on\b"),
     "purpose": (r"有什么用", r"有什么作用", r"作用是", r"用途", r"\bwhat does .{1,40} do\b", r"\bwhat is .{1,30} for\b"),
-    "return": (r"退货", r"\breturn(?! shipping)"), "exchange": (r"换货", r"\bexchange"), "refund": (r"退款", r"\brefund"),
+    "return": (r"退货", r"退(?=吗|不|了|掉|回)", r"\breturn(?! shipping)"), "exchange": (r"换货", r"\bexchange"), "refund": (r"退款", r"\brefund"),
     "warranty": (r"保修", r"\bwarranty"), "repair": (r"维修", r"\brepair(?!ed under (?:the )?warranty)"), "invoice": (r"发票", r"\binvoice"),
     "cancel": (r"取消", r"\bcancel"), "modify": (r"修改", r"改地址", r"改收货", r"\b(?:change|update|edit) (?:the |my )?(?:shipping |delivery )?address"),
     "lost": (r"丢件", r"丢了", r"弄丢", r"\blost\b", r"\bloses?\b"), "damaged": (r"破损", r"\bdamaged?\b"),
