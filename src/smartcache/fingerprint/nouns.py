@@ -22,7 +22,7 @@ _NOUN_TAGS = ("n", "nr", "ns", "nt", "nz", "nrt", "nrfg", "nw", "l")   # l: fixe
 # Nouns that name a kind of thing rather than the thing: they never make a swap.
 _GENERIC = frozenset("景点 酒店 宾馆 餐厅 地方 东西 问题 情况 事情 时间 时候 方法 办法 步骤 流程 材料 资料 证件 "
                      "办理 手续 订单 收货 地址 内容 文字 段落 上面 下面 这段 那段 项目 邮件 文章 功能 服务 "
-                     "润色 通顺 总结 翻译 摘要 要点 改写 功课 语气".split())
+                     "润色 通顺 总结 翻译 摘要 要点 改写 功课 语气 意思 代表".split())
 # A kind named with a demonstrative ("那个景点") is a reference, not a subject.
 _DEMONSTRATIVE = re.compile(r"(?:那|这|该)(?:个|家|座|间|款|所|种|段|封|份)?[\u4e00-\u9fff]{1,3}")
 _lock = threading.Lock()
