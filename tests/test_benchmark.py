@@ -128,3 +128,15 @@ def test_eval_ablate_runs_each_variant(tmp_path, capsys):
     assert (tmp_path / "r.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "| smartcache-no_tags | overall |" in (tmp_path / "r.md").read_text(encoding="utf-8")
     assert main(["eval", "--cases", str(cases), "--ablate", "everything"]) == 2
+
+
+def test_calibrate_from_cases_writes_per_domain_thresholds(tmp_path):
+    cases = build(tmp_path, seed=1, per_cell=1)
+    out = tmp_path / "cal"
+    assert main(["calibrate", "--cases", str(cases), "--target", "0.01", "--out", str(out)]) == 0
+    table = load_config(out / "thresholds.toml").table_for("use-multilingual")
+    assert {"travel", "support", "code", "writing"} <= set(table.by_domain)
+    for limits in table.by_domain.values():
+        assert 0.45 <= limits.hit <= 1.0 and limits.half_hit <= limits.hit
+    assert "| travel | travel |" in (out / "calibration.md").read_text(encoding="utf-8")
+    assert (out / "calibration.png").read_bytes()[:4] == b"\x89PNG"
