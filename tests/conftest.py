@@ -92,7 +92,9 @@ def gateway_server():
     log = open(os.path.join(tempfile.gettempdir(), f"smartcache-serve-{port}.log"), "w")
     proc = subprocess.Popen([sys.executable, "-m", "smartcache.cli", "serve", "--host", "127.0.0.1",
                              "--port", str(port), "--promotion-window", "1", "--regenerate-window", "2",
-                             "--log-level", "warning"], stdout=log, stderr=subprocess.STDOUT)
+                             "--log-level", "warning", "--store-path",
+                             os.path.join(tempfile.mkdtemp(prefix="smartcache-serve-"), "cache.db")],
+                            stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + 240

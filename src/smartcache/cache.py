@@ -60,6 +60,15 @@ class CacheStats:
     memo_misses: int
 
 
+def make_store(config: CacheConfig, dim: int) -> Store:
+    """The store the config names."""
+    options = {"ann_above": config.store.ann_above}
+    if config.store.backend == "sqlite":
+        from smartcache.store.sqlite import SqliteStore
+        return SqliteStore(config.store.path, dim, synchronous=config.store.synchronous, **options)
+    return MemoryStore(dim, **options)
+
+
 def _check_id(value: object, what: str, *, required: bool) -> str | None:
     if value is None:
         if required:
@@ -78,7 +87,7 @@ class SmartCache:
         self.config = config or load_config()
         base = encoder or shared_encoder(self.config.encoder)
         self.encoder = MemoEncoder(base, self.config.memo_size)
-        self.backend = store if store is not None else MemoryStore(base.dim)
+        self.backend = store if store is not None else make_store(self.config, base.dim)
         self.clock = clock
         self.lifecycle = Lifecycle(self.backend, self.config.lifecycle, clock)
         self.fingerprinter = Fingerprinter(self.encoder, topic_threshold=self.config.topic_threshold)

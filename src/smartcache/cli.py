@@ -250,6 +250,16 @@ def _progress_bar(label: str, total: int):
     return step
 
 
+def default_data_dir() -> Path:
+    """Where ``serve`` keeps its SQLite file: $SMARTCACHE_DATA_DIR, else the XDG data home."""
+    import os
+
+    if os.environ.get("SMARTCACHE_DATA_DIR"):
+        return Path(os.environ["SMARTCACHE_DATA_DIR"])
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "smartcache"
+
+
 def _serve(args: argparse.Namespace) -> int:
     import logging
     import os
@@ -266,6 +276,12 @@ def _serve(args: argparse.Namespace) -> int:
         overrides = {}
         if args.promotion_window is not None:
             overrides["lifecycle"] = {"promotion_window_s": args.promotion_window}
+        if args.store == "sqlite":
+            path = args.store_path or str(default_data_dir() / "cache.db")
+            overrides["store"] = {"backend": "sqlite", "path": path}
+            print(f"smartcache: cache entries persist in {path}", file=sys.stderr)
+        else:
+            overrides["store"] = {"backend": "memory", "path": ""}
         cache = SmartCache(load_config(args.config, **overrides))
         if args.warmup:
             from smartcache.eval.replay import load_sessions, warmup
@@ -346,6 +362,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("--regenerate-window", type=float, default=60.0, metavar="S",
                        help="an identical request within this many seconds counts as regenerate")
     serve.add_argument("--no-cache", action="store_true", help="forward everything; the engine alone")
+    serve.add_argument("--store", choices=("sqlite", "memory"), default="sqlite",
+                       help="sqlite (default): entries survive restarts; memory: gone with the process")
+    serve.add_argument("--store-path", help="the SQLite file (default: $SMARTCACHE_DATA_DIR or "
+                                            "~/.local/share/smartcache, cache.db)")
     serve.add_argument("--kv-budget-mb", type=int, default=512, help="memory for the bundled engine's KV prefixes")
     serve.add_argument("--max-tokens", type=int, default=256, help="default max_tokens of a request")
     serve.add_argument("--admin-token", help="require Authorization: Bearer TOKEN on /admin")

@@ -35,11 +35,28 @@ class LifecycleConfig:
 
 
 @dataclass(frozen=True)
+class StoreConfig:
+    backend: str = "memory"        # memory | sqlite
+    path: str = ""                 # sqlite: the database file
+    synchronous: str = "NORMAL"    # sqlite: NORMAL (process-crash safe) or FULL (power-loss safe)
+    ann_above: int = 50_000        # a pool with more entries than this is searched by HNSW, not a scan
+
+    def __post_init__(self) -> None:
+        if self.backend not in ("memory", "sqlite"):
+            raise ConfigError(f"unknown store backend {self.backend!r}: choose memory or sqlite")
+        if self.backend == "sqlite" and not self.path:
+            raise ConfigError("the sqlite store needs a path ([store] path = ...)")
+        if self.ann_above < 1:
+            raise ConfigError("store.ann_above must be a positive number of entries")
+
+
+@dataclass(frozen=True)
 class CacheConfig:
     encoder: str
     thresholds: Mapping[str, ThresholdTable]
     context: ContextSettings = field(default_factory=ContextSettings)
     lifecycle: LifecycleConfig = field(default_factory=LifecycleConfig)
+    store: StoreConfig = field(default_factory=StoreConfig)
     disabled_domains: frozenset[str] = frozenset({"medical", "legal", "finance"})
     top_k: int = 8
     topic_threshold: float = 0.2
@@ -69,7 +86,7 @@ def _defaults() -> dict[str, Any]:
 
 
 def _build(data: Mapping[str, Any]) -> CacheConfig:
-    known = {"encoder", "top_k", "topic_threshold", "memo_size", "disabled_domains", "context", "lifecycle",
+    known = {"encoder", "top_k", "topic_threshold", "memo_size", "disabled_domains", "context", "lifecycle", "store",
              "thresholds", "use_validation", "use_tags", "use_change_detection", "use_context_view"}
     unknown = set(data) - known
     if unknown:
@@ -82,6 +99,7 @@ def _build(data: Mapping[str, Any]) -> CacheConfig:
             thresholds=tables,
             context=ContextSettings(**dict(data.get("context", {}))),
             lifecycle=LifecycleConfig(**lifecycle),
+            store=StoreConfig(**dict(data.get("store", {}))),
             disabled_domains=frozenset(data.get("disabled_domains", ())),
             top_k=int(data.get("top_k", 8)),
             topic_threshold=float(data.get("topic_threshold", 0.2)),

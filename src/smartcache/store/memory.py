@@ -1,4 +1,4 @@
-"""In-process store with an exact numpy index.
+"""In-process store: an exact numpy scan per partition, HNSW above a size.
 
 Entries live in a dict; vectors live in one contiguous float32 matrix per
 partition (tenant, version key, pool), where the pool is a session id or the
@@ -6,6 +6,12 @@ tenant's global pool. A lookup touches at most two partitions, so scoping is
 enforced by where a vector is stored, not by a check after scoring. Within a
 partition, servability (state, expiry, feedback) is a vectorised mask over
 parallel arrays, so a search allocates no Python object per entry.
+
+A partition that grows past ``ann_above`` entries also gets an HNSW graph
+(usearch, half-precision vectors, deletes supported). A search then asks the
+graph for a few times k candidates, masks them and rescores them exactly; when
+the mask leaves fewer than k it widens the ask, and falls back to the exact scan
+rather than return fewer results than the scan would.
 """
 
 from __future__ import annotations
@@ -26,10 +32,32 @@ def _partition_key(entry: Entry) -> tuple[str, str, str]:
     return (entry.tenant, entry.version_key, pool)
 
 
+class _Graph:
+    """An HNSW graph over one partition's rows, keyed by stable integer labels."""
+
+    def __init__(self, dim: int) -> None:
+        from usearch.index import Index
+
+        self.index = Index(ndim=dim, metric="cos", dtype="f16", connectivity=16, expansion_add=64,
+                           expansion_search=256)
+
+    def add(self, labels: np.ndarray, vectors: np.ndarray) -> None:
+        self.index.add(labels.astype(np.uint64), vectors)
+
+    def remove(self, label: int) -> None:
+        self.index.remove(int(label))
+
+    def candidates(self, vector: np.ndarray, count: int) -> np.ndarray:
+        return np.asarray(self.index.search(vector, count).keys, dtype=np.int64)
+
+
 @dataclass
 class _Partition:
     dim: int
     ids: list[str] = field(default_factory=list)
+    graph: _Graph | None = None
+    labels: np.ndarray = field(init=False)     # int64: the row's label in the graph
+    label_row: dict[int, int] = field(default_factory=dict)
     vectors: np.ndarray = field(init=False)
     servable: np.ndarray = field(init=False)   # bool: state is servable
     frozen: np.ndarray = field(init=False)     # bool: exempt from expiry
@@ -53,6 +81,7 @@ class _Partition:
         self.expires = grow(getattr(self, "expires", None), (capacity,), np.float64)
         self.feedback = grow(getattr(self, "feedback", None), (capacity,), np.float32)
         self.domains = grow(getattr(self, "domains", None), (capacity,), object)
+        self.labels = grow(getattr(self, "labels", None), (capacity,), np.int64)
 
     def set_row(self, row: int, entry: Entry) -> None:
         self.vectors[row] = entry.turn_vector
@@ -62,32 +91,48 @@ class _Partition:
         self.feedback[row] = entry.feedback_score
         self.domains[row] = entry.domain
 
-    def append(self, entry: Entry) -> int:
+    def append(self, entry: Entry, label: int) -> int:
         row = len(self.ids)
         if row == self.vectors.shape[0]:
             self._allocate(row * 2)   # amortised O(1) appends
         self.ids.append(entry.cache_id)
         self.set_row(row, entry)
+        self.labels[row] = label
+        self.label_row[label] = row
+        if self.graph is not None:
+            self.graph.add(self.labels[row:row + 1], self.vectors[row:row + 1])
         return row
+
+    def build_graph(self) -> None:
+        n = len(self.ids)
+        self.graph = _Graph(self.dim)
+        self.graph.add(self.labels[:n], self.vectors[:n])
 
     def remove(self, row: int) -> str | None:
         """Swap-remove a row; returns the id that moved into ``row`` (or None)."""
         last = len(self.ids) - 1
         moved = None
+        del self.label_row[int(self.labels[row])]
+        if self.graph is not None:
+            self.graph.remove(self.labels[row])
         if row != last:
-            for arr in (self.vectors, self.servable, self.frozen, self.expires, self.feedback, self.domains):
+            for arr in (self.vectors, self.servable, self.frozen, self.expires, self.feedback, self.domains,
+                        self.labels):
                 arr[row] = arr[last]
             moved = self.ids[last]
+            self.label_row[int(self.labels[row])] = row
             self.ids[row] = moved
         self.ids.pop()
         return moved
 
 
 class MemoryStore(Store):
-    """Thread-safe in-process store; exact cosine search (fine up to ~100 k entries)."""
+    """Thread-safe in-process store: exact cosine search, HNSW for partitions above ``ann_above``."""
 
-    def __init__(self, dim: int) -> None:
+    def __init__(self, dim: int, *, ann_above: int = 50_000) -> None:
         self.dim = dim
+        self.ann_above = ann_above
+        self._next_label = 0
         self._entries: dict[str, Entry] = {}
         self._where: dict[str, tuple[tuple[str, str, str], int]] = {}
         self._partitions: dict[tuple[str, str, str], _Partition] = {}
@@ -106,8 +151,11 @@ class MemoryStore(Store):
             part = self._partitions.get(key)
             if part is None:
                 part = self._partitions[key] = _Partition(self.dim)
-            self._where[entry.cache_id] = (key, part.append(entry))
+            self._next_label += 1
+            self._where[entry.cache_id] = (key, part.append(entry, self._next_label))
             self._entries[entry.cache_id] = entry
+            if part.graph is None and len(part.ids) > self.ann_above:
+                part.build_graph()
             self._by_conversation.setdefault(entry.conversation_hash, set()).add(entry.cache_id)
 
     def get(self, cache_id: str) -> Entry | None:
@@ -167,16 +215,37 @@ class MemoryStore(Store):
                 if flt.domain is not None and flt.domain != "general":
                     domains = part.domains[:n]
                     mask &= (domains == flt.domain) | (domains == "general")
-                rows = np.flatnonzero(mask)
+                rows = self._graph_rows(part, vector, k, mask) if part.graph is not None else None
+                if rows is None:
+                    rows = np.flatnonzero(mask)
                 if rows.size == 0:
                     continue
-                scores = part.vectors[rows] @ vector
+                # Scoring every row and picking is cheaper than gathering the rows' vectors first.
+                scores = (part.vectors[:n] @ vector)[rows] if rows.size > n // 4 else part.vectors[rows] @ vector
                 top = rows.size if rows.size <= k else k
                 best = np.argpartition(-scores, top - 1)[:top] if top < rows.size else np.arange(rows.size)
                 for i in best:
                     results.append(ScoredEntry(self._entries[part.ids[rows[i]]], float(scores[i])))
         results.sort(key=lambda r: -r.similarity)
         return results[:k]
+
+    @staticmethod
+    def _graph_rows(part: _Partition, vector: np.ndarray, k: int, mask: np.ndarray) -> np.ndarray | None:
+        """Rows the graph proposes that pass the mask, at least k of them; None: scan instead."""
+        n = len(part.ids)
+        servable = int(mask.sum())
+        if servable <= 4 * k:
+            return None            # a handful of rows: the scan is exact and as fast
+        label_row = part.label_row
+        count = max(32 * k, 256)
+        while count < n:
+            labels = part.graph.candidates(vector, count)
+            rows = np.fromiter((label_row[l] for l in labels if l in label_row), dtype=np.int64)
+            rows = rows[mask[rows]] if rows.size else rows
+            if rows.size >= k:
+                return rows
+            count *= 4
+        return None
 
     def find(self, *, tenant: str | None = None, session_id: str | None = None,
              version_key: str | None = None, conversation_hash: str | None = None,

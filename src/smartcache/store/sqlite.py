@@ -1,0 +1,154 @@
+"""SQLite store: the embedded persistent default of ``smartcache serve``.
+
+Every write goes to SQLite first, in its own transaction, and only then to the
+in-process index (a MemoryStore), so what a lookup can find is always on disk.
+The file is in WAL mode: a killed process (``kill -9``) loses nothing that was
+committed, and readers never see half a write. ``synchronous`` is NORMAL by
+default (durable across process crashes; a power cut may lose the last
+commits); FULL makes every commit survive power loss too, at an fsync a write.
+
+On open every row is read back into the index; a row that cannot be decoded is
+skipped, counted in ``corrupt`` and logged, never served and never deleted.
+One process owns a file: replicas share a Redis store, not a SQLite file.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Iterable, Iterator
+
+import numpy as np
+
+from smartcache.errors import StoreError
+from smartcache.store import codec
+from smartcache.store.base import Entry, EntryState, ScoredEntry, SearchFilter, Store
+from smartcache.store.memory import MemoryStore
+
+log = logging.getLogger("smartcache.store")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS entries (
+    cache_id   TEXT PRIMARY KEY,
+    tenant     TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    state      TEXT NOT NULL,
+    expires_at REAL,
+    fields     TEXT NOT NULL,
+    turn       BLOB NOT NULL,
+    context    BLOB
+);
+CREATE INDEX IF NOT EXISTS entries_scope ON entries (tenant, session_id);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+class SqliteStore(Store):
+    """A MemoryStore index over a SQLite file; thread-safe, one writer at a time."""
+
+    def __init__(self, path: str | Path, dim: int, *, synchronous: str = "NORMAL", **index_options) -> None:
+        if synchronous.upper() not in ("NORMAL", "FULL"):
+            raise ValueError("synchronous must be NORMAL or FULL")
+        self.path = Path(path)
+        self.dim = dim
+        self.corrupt = 0
+        self._lock = threading.RLock()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")
+            self._db.execute("PRAGMA busy_timeout=5000")
+            self._db.executescript(_SCHEMA)
+            self._check_dim()
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(f"cannot open the SQLite store at {self.path}: {exc}") from exc
+        self._index = MemoryStore(dim, **index_options)
+        self._load()
+
+    def _check_dim(self) -> None:
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'dim'").fetchone()
+        if row is None:
+            self._db.execute("INSERT INTO meta (key, value) VALUES ('dim', ?)", (str(self.dim),))
+        elif int(row[0]) != self.dim:
+            raise StoreError(f"{self.path} holds {row[0]}-d vectors; this encoder makes {self.dim}-d ones "
+                             "(use another file per encoder)")
+
+    def _load(self) -> None:
+        for cache_id, fields, turn, context in self._db.execute(
+                "SELECT cache_id, fields, turn, context FROM entries"):
+            try:
+                self._index.put(codec.entry_from(json.loads(fields), turn, context, self.dim))
+            except (ValueError, KeyError, TypeError) as exc:
+                self.corrupt += 1
+                log.error("smartcache: skipping unreadable entry %s in %s: %s", cache_id, self.path, exc)
+
+    # -- writes: SQLite first, then the index ---------------------------------------
+
+    def _write(self, entry: Entry) -> None:
+        try:
+            self._db.execute(
+                "INSERT OR REPLACE INTO entries (cache_id, tenant, session_id, state, expires_at, fields, turn, "
+                "context) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (entry.cache_id, entry.tenant, entry.session_id, entry.state.value,
+                 None if entry.expires_at == float("inf") else entry.expires_at,
+                 codec.dumps(codec.entry_fields(entry)), codec.vector_bytes(entry.turn_vector),
+                 codec.vector_bytes(entry.context_vector)))
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite write failed: {exc}") from exc
+
+    def put(self, entry: Entry) -> None:
+        if entry.turn_vector.shape != (self.dim,):
+            raise ValueError(f"vector of dim {entry.turn_vector.shape} in a store of dim {self.dim}")
+        with self._lock:
+            self._write(entry)
+            self._index.put(entry)
+
+    def get(self, cache_id: str) -> Entry | None:
+        return self._index.get(cache_id)
+
+    def update(self, cache_id: str, **changes: object) -> Entry | None:
+        with self._lock:
+            old = self._index.get(cache_id)
+            if old is None:
+                return None
+            new = old.with_changes(**changes)
+            self._write(new)
+            return self._index.update(cache_id, **changes)
+
+    def delete(self, cache_id: str) -> bool:
+        with self._lock:
+            try:
+                gone = self._db.execute("DELETE FROM entries WHERE cache_id = ?", (cache_id,)).rowcount
+            except sqlite3.Error as exc:
+                raise StoreError(f"SQLite delete failed: {exc}") from exc
+            return self._index.delete(cache_id) or bool(gone)
+
+    # -- reads: the index -------------------------------------------------------------
+
+    def search(self, flt: SearchFilter, vector: np.ndarray, k: int) -> list[ScoredEntry]:
+        return self._index.search(flt, vector, k)
+
+    def find(self, *, tenant: str | None = None, session_id: str | None = None,
+             version_key: str | None = None, conversation_hash: str | None = None,
+             prefix_hash: str | None = None, states: Iterable[EntryState] | None = None) -> list[Entry]:
+        return self._index.find(tenant=tenant, session_id=session_id, version_key=version_key,
+                                conversation_hash=conversation_hash, prefix_hash=prefix_hash, states=states)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def __iter__(self) -> Iterator[Entry]:
+        return iter(self._index)
+
+    def integrity(self) -> str:
+        """SQLite's own integrity check of the file ('ok' when sound)."""
+        with self._lock:
+            return str(self._db.execute("PRAGMA integrity_check").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

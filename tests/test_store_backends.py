@@ -1,0 +1,184 @@
+"""The persistent SQLite store, the HNSW partitions, and a kill -9 crash test."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+
+import numpy as np
+import pytest
+
+from smartcache import SmartCache, Zone, load_config
+from smartcache.errors import StoreError
+from smartcache.fingerprint import Signature
+from smartcache.store import Answer, Entry, EntryId, EntryState, MemoryStore, Scope, SearchFilter, VersionKeyHash
+from smartcache.store.sqlite import SqliteStore
+
+DIM = 32
+SIG = Signature(text="q", domain="general", skeleton="other", entities=(), flags=frozenset(), negations=0,
+                sides=(), context_entities=frozenset(), history_hash="h", has_context=False)
+
+
+def unit(rng, n=1, dim=DIM):
+    x = rng.standard_normal((n, dim)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def entry(vector, *, session="s1", scope=Scope.SESSION, state=EntryState.READY, tenant="t", **kw):
+    return Entry(cache_id=EntryId(uuid.uuid4().hex), scope=scope, tenant=tenant, session_id=session,
+                 version_key=VersionKeyHash("v"), context_fingerprint="c", signature=SIG, turn_vector=vector,
+                 context_vector=kw.pop("context_vector", None), prefix_hash="p", conversation_hash=uuid.uuid4().hex,
+                 answer=Answer("答案 answer", ("num:3",)), state=state, created_at=1.0,
+                 expires_at=kw.pop("expires_at", float("inf")), **kw)
+
+
+def flt(session="s1", **kw):
+    return SearchFilter(tenant="t", version_key=VersionKeyHash("v"), session_id=session, now=10.0, **kw)
+
+
+def test_sqlite_round_trip_updates_and_deletes_survive_reopen(tmp_path):
+    rng = np.random.default_rng(0)
+    path = tmp_path / "c.db"
+    store = SqliteStore(path, DIM)
+    a = entry(unit(rng)[0], context_vector=unit(rng)[0], expires_at=99.0, domain="travel")
+    b = entry(unit(rng)[0], scope=Scope.GLOBAL, session="")
+    c = entry(unit(rng)[0])
+    for e in (a, b, c):
+        store.put(e)
+    store.update(a.cache_id, hit_count=3, feedback_score=0.75, state=EntryState.SUSPECT)
+    assert store.delete(c.cache_id)
+    store.close()
+
+    again = SqliteStore(path, DIM)
+    assert len(again) == 2 and again.corrupt == 0 and again.integrity() == "ok"
+    got = again.get(a.cache_id)
+    assert (got.hit_count, got.feedback_score, got.state, got.expires_at, got.domain) == (
+        3, 0.75, EntryState.SUSPECT, 99.0, "travel")
+    assert np.array_equal(got.turn_vector, a.turn_vector) and np.array_equal(got.context_vector, a.context_vector)
+    assert got.signature == a.signature and got.answer == a.answer
+    assert again.get(b.cache_id).expires_at == float("inf") and again.get(c.cache_id) is None
+    # Search goes through the same scoping as the memory store.
+    assert {r.entry.cache_id for r in again.search(flt(), a.turn_vector, 5)} == {a.cache_id, b.cache_id}
+    assert {r.entry.cache_id for r in again.search(flt("other"), a.turn_vector, 5)} == {b.cache_id}
+
+
+def test_sqlite_refuses_another_dimension_and_skips_corrupt_rows(tmp_path):
+    rng = np.random.default_rng(1)
+    path = tmp_path / "c.db"
+    store = SqliteStore(path, DIM)
+    good = entry(unit(rng)[0])
+    store.put(good)
+    store.close()
+    with pytest.raises(StoreError, match="32-d"):
+        SqliteStore(path, 64)
+    with sqlite3.connect(path) as db:
+        db.execute("INSERT INTO entries VALUES ('broken', 't', 's1', 'ready', NULL, '{not json', x'00', NULL)")
+    again = SqliteStore(path, DIM)
+    assert again.corrupt == 1 and len(again) == 1 and again.get("broken") is None
+
+
+def test_a_cache_on_sqlite_serves_after_restart(tmp_path, encoder):
+    config = load_config(store={"backend": "sqlite", "path": str(tmp_path / "c.db")},
+                         lifecycle={"promotion_window_s": 0.0})
+    messages = [{"role": "user", "content": "周末去杭州玩三天，帮我排个行程"}]
+    plan = "第1天：西湖\n第2天：灵隐寺\n第3天：河坊街"
+    first = SmartCache(config, encoder=encoder)
+    first.promote(first.store(messages, plan, session="s").cache_id)
+    first.backend.close()
+    second = SmartCache(config, encoder=encoder)
+    decision = second.lookup([{"role": "user", "content": "周末去杭州玩3天，帮我排一下行程"}], session="s")
+    assert decision.zone is Zone.HIT and decision.answer == plan
+
+
+def test_hnsw_partition_recall_against_exact_search():
+    rng = np.random.default_rng(2)
+    centres = unit(rng, 40)
+    vectors = centres[rng.integers(0, 40, 4000)] + 0.35 * unit(rng, 4000)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    exact, ann = MemoryStore(DIM, ann_above=10**9), MemoryStore(DIM, ann_above=1000)
+    entries = [entry(v.astype(np.float32), scope=Scope.GLOBAL, session="") for v in vectors]
+    for e in entries:
+        exact.put(e)
+        ann.put(e)
+    # Deleted and unservable entries must never come back from the graph.
+    for e in entries[:200]:
+        exact.delete(e.cache_id)
+        ann.delete(e.cache_id)
+    for e in entries[200:400]:
+        exact.update(e.cache_id, state=EntryState.INVALID)
+        ann.update(e.cache_id, state=EntryState.INVALID)
+    assert ann._partitions[("t", "v", "\x00global")].graph is not None
+    queries = unit(rng, 100)
+    found = total = 0
+    gone = {e.cache_id for e in entries[:400]}
+    for q in queries:
+        truth = {r.entry.cache_id for r in exact.search(flt(None), q, 8)}
+        got = [r.entry.cache_id for r in ann.search(flt(None), q, 8)]
+        assert len(got) == 8 and not gone & set(got)
+        found += len(truth & set(got))
+        total += len(truth)
+    assert found / total >= 0.95
+
+
+WRITER = textwrap.dedent("""
+    import sys, time
+    from smartcache import SmartCache, load_config
+    from smartcache.fingerprint.encoders import make_encoder
+    config = load_config(store={"backend": "sqlite", "path": sys.argv[1]}, lifecycle={"promotion_window_s": 3600})
+    cache = SmartCache(config)
+    i = 0
+    while True:
+        i += 1
+        messages = [{"role": "user", "content": f"第{i}号订单的发票怎么开？请说明步骤 {i}"}]
+        result = cache.store(messages, f"订单{i}：在订单页申请开票。", session=f"s{i % 7}")
+        cache.promote(result.cache_id)
+        print(f"ready {result.cache_id} {i}", flush=True)
+        if i % 3 == 0:   # and one left pending, which must never come back servable
+            pending = cache.store([{"role": "user", "content": f"待定问题 {i}"}], "待定", session="p")
+            print(f"pending {pending.cache_id}", flush=True)
+""")
+
+
+def test_kill_minus_nine_during_a_burst_of_writes_loses_nothing_ready(tmp_path, encoder):
+    path = tmp_path / "crash.db"
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER, encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, str(script), str(path)], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    ready, pending = {}, set()
+    deadline = time.time() + 120
+    try:
+        while len(ready) < 60 and time.time() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            kind, cache_id, *rest = line.split()
+            if kind == "ready":
+                ready[cache_id] = int(rest[0])
+            else:
+                pending.add(cache_id)
+        os.kill(proc.pid, signal.SIGKILL)      # in the middle of the burst
+    finally:
+        proc.wait(timeout=30)
+    assert len(ready) >= 60, "the writer did not get going"
+    store = SqliteStore(path, encoder.dim)
+    assert store.integrity() == "ok" and store.corrupt == 0
+    for cache_id in ready:
+        got = store.get(cache_id)
+        assert got is not None and got.state is EntryState.READY, cache_id
+    for cache_id in pending:
+        got = store.get(cache_id)
+        assert got is None or got.state is EntryState.PENDING
+    # And the survivors are servable through a cache opened on the same file.
+    cache = SmartCache(load_config(store={"backend": "sqlite", "path": str(path)}), store=store, encoder=encoder)
+    some_id, i = next(iter(ready.items()))
+    decision = cache.lookup([{"role": "user", "content": f"第{i}号订单的发票怎么开？请说明步骤 {i}"}],
+                            session=f"s{i % 7}")
+    assert decision.zone is Zone.HIT and decision.entry.cache_id == some_id
