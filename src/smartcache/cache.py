@@ -63,6 +63,9 @@ class CacheStats:
 def make_store(config: CacheConfig, dim: int) -> Store:
     """The store the config names."""
     options = {"ann_above": config.store.ann_above}
+    if config.store.backend == "redis":
+        from smartcache.store.redis import RedisStore
+        return RedisStore(config.store.url, dim, prefix=config.store.prefix)
     if config.store.backend == "sqlite":
         from smartcache.store.sqlite import SqliteStore
         return SqliteStore(config.store.path, dim, synchronous=config.store.synchronous, **options)

@@ -276,7 +276,12 @@ def _serve(args: argparse.Namespace) -> int:
         overrides = {}
         if args.promotion_window is not None:
             overrides["lifecycle"] = {"promotion_window_s": args.promotion_window}
-        if args.store == "sqlite":
+        if args.store == "redis":
+            if not args.redis_url:
+                print("smartcache: error: --store redis needs --redis-url", file=sys.stderr)
+                return 2
+            overrides["store"] = {"backend": "redis", "url": args.redis_url}
+        elif args.store == "sqlite":
             path = args.store_path or str(default_data_dir() / "cache.db")
             overrides["store"] = {"backend": "sqlite", "path": path}
             print(f"smartcache: cache entries persist in {path}", file=sys.stderr)
@@ -362,8 +367,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("--regenerate-window", type=float, default=60.0, metavar="S",
                        help="an identical request within this many seconds counts as regenerate")
     serve.add_argument("--no-cache", action="store_true", help="forward everything; the engine alone")
-    serve.add_argument("--store", choices=("sqlite", "memory"), default="sqlite",
-                       help="sqlite (default): entries survive restarts; memory: gone with the process")
+    serve.add_argument("--store", choices=("sqlite", "memory", "redis"), default="sqlite",
+                       help="sqlite (default): entries survive restarts; memory: gone with the process; "
+                            "redis: shared by replicas")
+    serve.add_argument("--redis-url", help="redis://HOST:PORT/DB of a Redis Stack server (with --store redis)")
     serve.add_argument("--store-path", help="the SQLite file (default: $SMARTCACHE_DATA_DIR or "
                                             "~/.local/share/smartcache, cache.db)")
     serve.add_argument("--kv-budget-mb", type=int, default=512, help="memory for the bundled engine's KV prefixes")

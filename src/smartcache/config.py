@@ -36,14 +36,18 @@ class LifecycleConfig:
 
 @dataclass(frozen=True)
 class StoreConfig:
-    backend: str = "memory"        # memory | sqlite
+    backend: str = "memory"        # memory | sqlite | redis
     path: str = ""                 # sqlite: the database file
+    url: str = ""                  # redis: redis://host:port/db (Redis Stack: RediSearch is required)
+    prefix: str = "smartcache:"    # redis: key prefix, so several caches can share one server
     synchronous: str = "NORMAL"    # sqlite: NORMAL (process-crash safe) or FULL (power-loss safe)
     ann_above: int = 50_000        # a pool with more entries than this is searched by HNSW, not a scan
 
     def __post_init__(self) -> None:
-        if self.backend not in ("memory", "sqlite"):
-            raise ConfigError(f"unknown store backend {self.backend!r}: choose memory or sqlite")
+        if self.backend not in ("memory", "sqlite", "redis"):
+            raise ConfigError(f"unknown store backend {self.backend!r}: choose memory, sqlite or redis")
+        if self.backend == "redis" and not self.url:
+            raise ConfigError("the redis store needs a url ([store] url = \"redis://127.0.0.1:6379/0\")")
         if self.backend == "sqlite" and not self.path:
             raise ConfigError("the sqlite store needs a path ([store] path = ...)")
         if self.ann_above < 1:

@@ -141,20 +141,19 @@ class ChatService:
         self.totals: Counter[str] = Counter()
         self._answered: dict[str, _Answered] = {}
         self._last_hit: dict[tuple[str, str], _Answered] = {}
-        self._version_generation: Counter[tuple[str, str]] = Counter()
 
     # -- versions -----------------------------------------------------------------------
 
     def versions(self, model: str, controls: RequestControls) -> dict[str, str]:
-        generation = self._version_generation[(controls.tenant, model)] + self._version_generation[
-            (controls.tenant, "*")]
+        store = self.cache.backend
+        generation = store.generation(f"{controls.tenant}\x00{model}") + store.generation(f"{controls.tenant}\x00*")
         kb = f"{controls.kb_version}#{generation}" if generation else controls.kb_version
         return {"model": model, "tokenizer": self.engine.tokenizer_id, "kb": kb}
 
     def bump_version(self, tenant: str, model: str | None = None) -> int:
         """Change the version key of the tenant (of one model, when given): its earlier entries
         stop matching at once. A whole-tenant bump also marks them invalid; returns how many."""
-        self._version_generation[(tenant, model or "*")] += 1
+        self.cache.backend.bump_generation(f"{tenant}\x00{model or '*'}")
         if model is not None:
             return 0     # entries keep only a digest of their key; they are unreachable and age out
         gone = 0

@@ -111,9 +111,7 @@ class Lifecycle:
         return EntryState.SUSPECT if score < self.config.suspect_below else EntryState.READY
 
     def record_hit(self, cache_id: str) -> None:
-        entry = self.store.get(cache_id)
-        if entry is not None:
-            self.store.update(cache_id, hit_count=entry.hit_count + 1, last_hit_at=self.clock())
+        self.store.add_hit(cache_id, self.clock())
 
     def invalidate(self, *, tenant: str, session_id: str | None = None, version_key: str | None = None,
                    cache_id: str | None = None, before: float | None = None) -> int:

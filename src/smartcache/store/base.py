@@ -170,6 +170,22 @@ class Store(abc.ABC):
     def update(self, cache_id: str, **changes: object) -> Entry | None:
         """Apply field changes atomically; returns the new entry, or None when absent."""
 
+    # Version generations: a bump makes every entry written under the old generation
+    # unreachable. Kept by the store, so every process sharing it agrees at once.
+    def generation(self, name: str) -> int:
+        return self.__dict__.get("_generations", {}).get(name, 0)
+
+    def bump_generation(self, name: str) -> int:
+        generations = self.__dict__.setdefault("_generations", {})
+        generations[name] = generations.get(name, 0) + 1
+        return generations[name]
+
+    def add_hit(self, cache_id: str, at: float) -> None:
+        """Count one hit (a shared store makes this one atomic increment)."""
+        entry = self.get(cache_id)
+        if entry is not None:
+            self.update(cache_id, hit_count=entry.hit_count + 1, last_hit_at=at)
+
     @abc.abstractmethod
     def delete(self, cache_id: str) -> bool:
         """Remove an entry; True if it existed."""

@@ -144,6 +144,20 @@ class SqliteStore(Store):
     def __iter__(self) -> Iterator[Entry]:
         return iter(self._index)
 
+    def generation(self, name: str) -> int:
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key = ?", (f"gen:{name}",)).fetchone()
+        return int(row[0]) if row else 0
+
+    def bump_generation(self, name: str) -> int:
+        with self._lock:
+            value = self.generation(name) + 1
+            try:
+                self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (f"gen:{name}", str(value)))
+            except sqlite3.Error as exc:
+                raise StoreError(f"SQLite write failed: {exc}") from exc
+            return value
+
     def integrity(self) -> str:
         """SQLite's own integrity check of the file ('ok' when sound)."""
         with self._lock:

@@ -1,0 +1,259 @@
+"""Redis store: one cache shared by every gateway replica, searched by RediSearch.
+
+Each entry is a HASH (``<prefix>e:<cache_id>``) holding its scope, state and
+scores as fields, its vectors as raw float32 bytes and the rest as JSON. A
+RediSearch index over those hashes (HNSW, cosine) answers lookups: the scope,
+version key, state, expiry, feedback floor and domain are TAG / NUMERIC
+pre-filters inside the KNN query itself, so Redis never returns an entry of
+another tenant or session. A finite TTL is the key's own expiry. Hit counts are
+HINCRBY; an update is a WATCH/MULTI transaction, so replicas never interleave
+half-writes. A state change written by one replica is what the next query of
+any replica sees.
+
+Needs Redis with the RediSearch module (Redis Stack); plain Redis is refused at
+start-up with a message saying so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Iterable, Iterator
+
+import numpy as np
+
+from smartcache.errors import StoreError
+from smartcache.store import codec
+from smartcache.store.base import Entry, EntryState, Scope, ScoredEntry, SearchFilter, Store
+
+_SERVABLE = "|".join(s.value for s in EntryState if s.servable)
+_NEVER = 1e300       # expires_at of an entry without a TTL, as a NUMERIC
+
+
+def _tag(value: str) -> str:
+    """Tenant, session and domain go into TAG fields as a hex digest: any string a client
+    sends (commas, braces, spaces) then matches exactly, with nothing to escape."""
+    return hashlib.sha1(value.encode("utf-8")).hexdigest()
+
+
+class RedisStore(Store):
+    def __init__(self, url: str, dim: int, *, prefix: str = "smartcache:", client=None) -> None:
+        import redis
+
+        self.dim = dim
+        self.prefix = prefix
+        self.index = f"{prefix}idx"
+        self._redis_errors = (redis.RedisError, OSError)
+        try:
+            # RESP2: FT.SEARCH replies as the flat list _docs reads, whatever redis-py defaults to.
+            self.r = client or redis.Redis.from_url(url, socket_timeout=5, protocol=2)
+            modules = {m.get(b"name", m.get("name", b"")) for m in self.r.module_list()}
+            names = {m.decode() if isinstance(m, bytes) else m for m in modules}
+        except self._redis_errors as exc:
+            raise StoreError(f"cannot reach Redis at {url}: {exc}") from exc
+        if "search" not in names:
+            raise StoreError(f"Redis at {url} has no RediSearch module (found {sorted(names) or 'none'}): "
+                             "the shared store needs Redis Stack (redis-stack-server, or redis-server "
+                             "--loadmodule …/redisearch.so); Debian's redis-server has no vector search")
+        self._ensure_index()
+
+    def _key(self, cache_id: str) -> str:
+        return f"{self.prefix}e:{cache_id}"
+
+    def _ensure_index(self) -> None:
+        try:
+            info = self.r.execute_command("FT._LIST")
+            if self.index.encode() in info or self.index in info:
+                return
+            self.r.execute_command(
+                "FT.CREATE", self.index, "ON", "HASH", "PREFIX", "1", f"{self.prefix}e:", "SCHEMA",
+                "tenant", "TAG", "session", "TAG", "scope", "TAG", "vkey", "TAG", "state", "TAG", "domain", "TAG",
+                "conv", "TAG", "prefix_hash", "TAG", "expires", "NUMERIC", "feedback", "NUMERIC",
+                "vec", "VECTOR", "HNSW", "6", "TYPE", "FLOAT32", "DIM", str(self.dim), "DISTANCE_METRIC", "COSINE")
+        except self._redis_errors as exc:
+            if "Index already exists" not in str(exc):
+                raise StoreError(f"cannot create the RediSearch index: {exc}") from exc
+
+    # -- records --------------------------------------------------------------------
+
+    def _mapping(self, entry: Entry) -> dict:
+        fields = codec.entry_fields(entry)
+        mapping = {
+            "tenant": _tag(entry.tenant), "session": _tag(entry.session_id), "scope": entry.scope.value,
+            "vkey": _hex(entry.version_key), "state": entry.state.value, "domain": _tag(entry.domain),
+            "conv": _hex(entry.conversation_hash), "prefix_hash": _hex(entry.prefix_hash),
+            "expires": _NEVER if entry.expires_at == float("inf") else entry.expires_at,
+            "feedback": entry.feedback_score, "hits": entry.hit_count, "last_hit": entry.last_hit_at,
+            "vec": codec.vector_bytes(entry.turn_vector), "data": codec.dumps(fields),
+        }
+        if entry.context_vector is not None:
+            mapping["ctx"] = codec.vector_bytes(entry.context_vector)
+        return mapping
+
+    def _decode(self, raw: dict) -> Entry:
+        raw = {(k.decode() if isinstance(k, bytes) else k): v for k, v in raw.items()}
+        fields = json.loads(raw["data"])
+        # The fields replicas change in place are authoritative in the hash, not in the JSON.
+        fields.update(state=_s(raw["state"]), feedback_score=float(raw["feedback"]), hit_count=int(raw["hits"]),
+                      last_hit_at=float(raw["last_hit"]))
+        return codec.entry_from(fields, raw["vec"], raw.get("ctx"), self.dim)
+
+    def _write(self, pipe, entry: Entry) -> None:
+        key = self._key(entry.cache_id)
+        pipe.delete(key)
+        pipe.hset(key, mapping=self._mapping(entry))
+        if entry.expires_at != float("inf") and entry.state is not EntryState.FROZEN:
+            pipe.expireat(key, int(entry.expires_at) + 1)
+
+    # -- the contract ---------------------------------------------------------------
+
+    def put(self, entry: Entry) -> None:
+        if entry.turn_vector.shape != (self.dim,):
+            raise ValueError(f"vector of dim {entry.turn_vector.shape} in a store of dim {self.dim}")
+        try:
+            pipe = self.r.pipeline(transaction=True)
+            self._write(pipe, entry)
+            pipe.execute()
+        except self._redis_errors as exc:
+            raise StoreError(f"Redis write failed: {exc}") from exc
+
+    def get(self, cache_id: str) -> Entry | None:
+        try:
+            raw = self.r.hgetall(self._key(cache_id))
+        except self._redis_errors as exc:
+            raise StoreError(f"Redis read failed: {exc}") from exc
+        return self._decode(raw) if raw else None
+
+    def update(self, cache_id: str, **changes: object) -> Entry | None:
+        import redis
+
+        key = self._key(cache_id)
+        try:
+            with self.r.pipeline(transaction=True) as pipe:
+                for _ in range(20):
+                    try:
+                        pipe.watch(key)
+                        raw = pipe.hgetall(key)
+                        if not raw:
+                            pipe.reset()
+                            return None
+                        new = self._decode(raw).with_changes(**changes)
+                        pipe.multi()
+                        self._write(pipe, new)
+                        pipe.execute()
+                        return new
+                    except redis.WatchError:
+                        continue       # another replica changed it: read again
+        except self._redis_errors as exc:
+            raise StoreError(f"Redis update failed: {exc}") from exc
+        raise StoreError(f"Redis update of {cache_id} kept conflicting")
+
+    def add_hit(self, cache_id: str, at: float) -> None:
+        key = self._key(cache_id)
+        try:
+            if self.r.exists(key):
+                pipe = self.r.pipeline(transaction=True)
+                pipe.hincrby(key, "hits", 1)
+                pipe.hset(key, "last_hit", at)
+                pipe.execute()
+        except self._redis_errors as exc:
+            raise StoreError(f"Redis write failed: {exc}") from exc
+
+    def delete(self, cache_id: str) -> bool:
+        try:
+            return bool(self.r.delete(self._key(cache_id)))
+        except self._redis_errors as exc:
+            raise StoreError(f"Redis delete failed: {exc}") from exc
+
+    def _filter(self, flt: SearchFilter) -> str:
+        pools = []
+        if flt.session_id is not None:
+            pools.append(f"(@scope:{{session}} @session:{{{_tag(flt.session_id)}}})")
+        if flt.include_global:
+            pools.append("@scope:{global}")
+        if not pools:
+            return ""
+        parts = [f"@tenant:{{{_tag(flt.tenant)}}}", f"@vkey:{{{_hex(flt.version_key)}}}",
+                 f"@state:{{{_SERVABLE}}}", f"@feedback:[{flt.feedback_floor} +inf]",
+                 f"({' | '.join(pools)})", f"(@expires:[({flt.now} +inf] | @state:{{frozen}})"]
+        if flt.domain is not None and flt.domain != "general":
+            parts.append(f"@domain:{{{_tag(flt.domain)}|{_tag('general')}}}")
+        return " ".join(parts)
+
+    def search(self, flt: SearchFilter, vector: np.ndarray, k: int) -> list[ScoredEntry]:
+        query = self._filter(flt)
+        if not query:
+            return []
+        try:
+            reply = self.r.execute_command(
+                "FT.SEARCH", self.index, f"({query})=>[KNN {int(k)} @vec $B AS dist]", "PARAMS", "2", "B",
+                codec.vector_bytes(vector), "SORTBY", "dist", "LIMIT", "0", str(int(k)), "DIALECT", "2")
+        except self._redis_errors as exc:
+            raise StoreError(f"Redis search failed: {exc}") from exc
+        out = []
+        for doc in _docs(reply):
+            dist = float(doc.pop("dist"))
+            out.append(ScoredEntry(self._decode(doc), 1.0 - dist))
+        return out
+
+    def find(self, *, tenant: str | None = None, session_id: str | None = None,
+             version_key: str | None = None, conversation_hash: str | None = None,
+             prefix_hash: str | None = None, states: Iterable[EntryState] | None = None) -> list[Entry]:
+        parts = []
+        for name, value, form in (("tenant", tenant, _tag), ("session", session_id, _tag),
+                                  ("vkey", version_key, _hex), ("conv", conversation_hash, _hex),
+                                  ("prefix_hash", prefix_hash, _hex)):
+            if value is not None:
+                parts.append(f"@{name}:{{{form(value)}}}")
+        if states is not None:
+            wanted = [s.value for s in states]
+            if not wanted:
+                return []
+            parts.append(f"@state:{{{'|'.join(wanted)}}}")
+        out, offset = [], 0
+        try:
+            while True:
+                reply = self.r.execute_command("FT.SEARCH", self.index, " ".join(parts) or "*", "LIMIT",
+                                               str(offset), "1000", "DIALECT", "2")
+                docs = list(_docs(reply))
+                out += [self._decode(d) for d in docs]
+                if len(docs) < 1000:
+                    return out
+                offset += 1000
+        except self._redis_errors as exc:
+            raise StoreError(f"Redis search failed: {exc}") from exc
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self.r.scan_iter(match=f"{self.prefix}e:*", count=1000))
+
+    def __iter__(self) -> Iterator[Entry]:
+        for key in list(self.r.scan_iter(match=f"{self.prefix}e:*", count=1000)):
+            raw = self.r.hgetall(key)
+            if raw:
+                yield self._decode(raw)
+
+    # -- counters shared by replicas ----------------------------------------------------
+
+    def bump_generation(self, name: str) -> int:
+        return int(self.r.incr(f"{self.prefix}gen:{name}"))
+
+    def generation(self, name: str) -> int:
+        value = self.r.get(f"{self.prefix}gen:{name}")
+        return int(value) if value else 0
+
+
+def _hex(value: str) -> str:
+    """Digests (version key, conversation and prefix hashes) are stored as they are when they
+    are hex already, and hashed otherwise, so a TAG query never needs escaping."""
+    return value if value and all(c in "0123456789abcdef" for c in value) else _tag(value)
+
+
+def _s(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _docs(reply) -> Iterator[dict]:
+    """FT.SEARCH's flat reply [total, key, [f, v, ...], key, [...]] as dicts."""
+    for i in range(1, len(reply), 2):
+        flat = reply[i + 1]
+        yield {_s(flat[j]): flat[j + 1] for j in range(0, len(flat), 2)}

