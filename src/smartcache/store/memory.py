@@ -25,6 +25,9 @@ import numpy as np
 from smartcache.store.base import Entry, EntryState, Scope, ScoredEntry, SearchFilter, Store
 
 _GLOBAL_POOL = "\x00global"
+# Stored entries drop their own copy of the turn vector (the partition matrix holds it):
+# at a million entries that copy is 2 GB. Entries handed out get it back.
+_NO_VECTOR = np.zeros(0, np.float32)
 
 
 def _partition_key(entry: Entry) -> tuple[str, str, str]:
@@ -84,7 +87,8 @@ class _Partition:
         self.labels = grow(getattr(self, "labels", None), (capacity,), np.int64)
 
     def set_row(self, row: int, entry: Entry) -> None:
-        self.vectors[row] = entry.turn_vector
+        if entry.turn_vector.size:          # a stored (vector-less) entry keeps the row's vector
+            self.vectors[row] = entry.turn_vector
         self.servable[row] = entry.state.servable
         self.frozen[row] = entry.state is EntryState.FROZEN
         self.expires[row] = entry.expires_at
@@ -153,27 +157,33 @@ class MemoryStore(Store):
                 part = self._partitions[key] = _Partition(self.dim)
             self._next_label += 1
             self._where[entry.cache_id] = (key, part.append(entry, self._next_label))
-            self._entries[entry.cache_id] = entry
+            self._entries[entry.cache_id] = entry.with_changes(turn_vector=_NO_VECTOR)
             if part.graph is None and len(part.ids) > self.ann_above:
                 part.build_graph()
             self._by_conversation.setdefault(entry.conversation_hash, set()).add(entry.cache_id)
 
+    def _full(self, entry: Entry) -> Entry:
+        key, row = self._where[entry.cache_id]
+        return entry.with_changes(turn_vector=self._partitions[key].vectors[row].copy())
+
     def get(self, cache_id: str) -> Entry | None:
         with self._lock:
-            return self._entries.get(cache_id)
+            entry = self._entries.get(cache_id)
+            return self._full(entry) if entry is not None else None
 
     def update(self, cache_id: str, **changes: object) -> Entry | None:
         with self._lock:
             old = self._entries.get(cache_id)
             if old is None:
                 return None
-            new = old.with_changes(**changes)
-            if _partition_key(new) != _partition_key(old) or new.conversation_hash != old.conversation_hash:
-                self.put(new)   # moved partition or re-keyed: re-insert it everywhere
+            new = self._full(old).with_changes(**changes)
+            if (_partition_key(new) != _partition_key(old) or new.conversation_hash != old.conversation_hash
+                    or "turn_vector" in changes):
+                self.put(new)   # moved partition, re-keyed or a new vector: re-insert it everywhere
             else:
                 key, row = self._where[cache_id]
                 self._partitions[key].set_row(row, new)
-                self._entries[cache_id] = new
+                self._entries[cache_id] = new.with_changes(turn_vector=_NO_VECTOR)
             return new
 
     def delete(self, cache_id: str) -> bool:
@@ -225,7 +235,10 @@ class MemoryStore(Store):
                 top = rows.size if rows.size <= k else k
                 best = np.argpartition(-scores, top - 1)[:top] if top < rows.size else np.arange(rows.size)
                 for i in best:
-                    results.append(ScoredEntry(self._entries[part.ids[rows[i]]], float(scores[i])))
+                    row = int(rows[i])
+                    stored = self._entries[part.ids[row]]
+                    results.append(ScoredEntry(stored.with_changes(turn_vector=part.vectors[row].copy()),
+                                               float(scores[i])))
         results.sort(key=lambda r: -r.similarity)
         return results[:k]
 
@@ -257,7 +270,7 @@ class MemoryStore(Store):
                 if conversation_hash is not None else self._entries.values()
             )
             return [
-                e for e in pool
+                self._full(e) for e in pool
                 if (tenant is None or e.tenant == tenant)
                 and (session_id is None or e.session_id == session_id)
                 and (version_key is None or e.version_key == version_key)
@@ -272,4 +285,4 @@ class MemoryStore(Store):
 
     def __iter__(self) -> Iterator[Entry]:
         with self._lock:
-            return iter(list(self._entries.values()))
+            return iter([self._full(e) for e in self._entries.values()])
