@@ -206,3 +206,36 @@ def test_kill_minus_nine_of_a_writer_on_redis_loses_nothing_ready(redis_url, enc
     decision = cache.lookup([{"role": "user", "content": f"第{i}号订单的发票怎么开？请说明步骤 {i}"}],
                             session=f"s{i % 7}")
     assert decision.zone is Zone.HIT and decision.entry.cache_id == some_id
+
+
+def test_pending_entries_change_state_exactly_once_across_replicas(redis_url):
+    """Two replicas race on every pending entry: one promotes it, the other kills it (a
+    regenerate it saw). Exactly one wins each time, and the loser's write never lands."""
+    import threading
+
+    from smartcache.store.redis import RedisStore
+
+    a = RedisStore(redis_url, DIM, prefix="race:")
+    b = RedisStore(redis_url, DIM, prefix="race:")
+    rng = np.random.default_rng(3)
+    entries = [entry(v, state=EntryState.PENDING) for v in unit(rng, 30)]
+    for e in entries:
+        a.put(e)
+    wins = {"promote": 0, "kill": 0}
+    lock = threading.Lock()
+
+    def race(store, kind, state):
+        for e in entries:
+            if store.transition(e.cache_id, EntryState.PENDING, state=state) is not None:
+                with lock:
+                    wins[kind] += 1
+
+    threads = [threading.Thread(target=race, args=(a, "promote", EntryState.READY)),
+               threading.Thread(target=race, args=(b, "kill", EntryState.INVALID))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert wins["promote"] + wins["kill"] == len(entries)
+    states = [a.get(e.cache_id).state for e in entries]
+    assert states.count(EntryState.READY) == wins["promote"] and states.count(EntryState.INVALID) == wins["kill"]

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from smartcache.config import LifecycleConfig
-from smartcache.errors import EntryNotFound, InvalidRequest
+from smartcache.errors import EntryNotFound, InvalidRequest, StoreError
 from smartcache.store import Entry, EntryState, Scope, Store
 
 FEEDBACK_KINDS = ("positive", "negative", "regenerate")
@@ -59,13 +59,12 @@ class Lifecycle:
         with self._lock:
             while self._pending and self._pending[0][0] + self.config.promotion_window_s <= now:
                 _, cache_id = self._pending.popleft()
-                entry = self.store.get(cache_id)
-                if entry is not None and entry.state is EntryState.PENDING:
-                    self.store.update(cache_id, state=EntryState.READY)
+                # Compare-and-set: a regenerate seen by another replica may have killed it meanwhile.
+                if self.store.transition(cache_id, EntryState.PENDING, state=EntryState.READY) is not None:
                     promoted += 1
         return promoted
 
-    def promote(self, cache_id: str, *, to_global: bool = False) -> Entry:
+    def promote(self, cache_id: str, *, to_global: bool = False, _tries: int = 5) -> Entry:
         """Make an entry servable now; ``to_global`` also moves it into the tenant's global pool."""
         entry = self._require(cache_id)
         if entry.state is EntryState.INVALID:
@@ -75,9 +74,16 @@ class Lifecycle:
             changes["state"] = EntryState.READY
         if to_global:
             changes["scope"] = Scope.GLOBAL
-        return self.store.update(cache_id, **changes) if changes else entry  # type: ignore[return-value]
+        if not changes:
+            return entry
+        new = self.store.transition(cache_id, entry.state, **changes)
+        if new is None and _tries > 1:   # changed by another replica since we read it: decide again
+            return self.promote(cache_id, to_global=to_global, _tries=_tries - 1)
+        if new is None:
+            raise StoreError(f"entry {cache_id} keeps changing; promotion not applied")
+        return new
 
-    def feedback(self, cache_id: str, kind: str) -> FeedbackResult:
+    def feedback(self, cache_id: str, kind: str, _tries: int = 5) -> FeedbackResult:
         """Apply user feedback. Regenerate or negative on a pending entry kills it; on a ready
         one it lowers the score, and below the floor the entry is no longer recalled."""
         if kind not in FEEDBACK_KINDS:
@@ -92,8 +98,11 @@ class Lifecycle:
         else:
             score = entry.feedback_score - cfg.negative_penalty
             state = self._state_for(entry.state, score)
-        new = self.store.update(cache_id, feedback_score=score, state=state)
-        assert new is not None
+        new = self.store.transition(cache_id, entry.state, feedback_score=score, state=state)
+        if new is None and _tries > 1:   # another replica changed it first: apply to what it is now
+            return self.feedback(cache_id, kind, _tries - 1)
+        if new is None:
+            raise StoreError(f"entry {cache_id} keeps changing; feedback not applied")
         return FeedbackResult(cache_id, new.state, new.feedback_score)
 
     def penalise(self, cache_id: str) -> None:

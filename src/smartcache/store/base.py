@@ -180,6 +180,15 @@ class Store(abc.ABC):
         generations[name] = generations.get(name, 0) + 1
         return generations[name]
 
+    def transition(self, cache_id: str, expected: EntryState, **changes: object) -> Entry | None:
+        """Apply ``changes`` only if the entry is still in state ``expected`` (compare-and-set);
+        None when it is absent or in another state. Stores shared by processes make it atomic,
+        so a pending entry is promoted once and a kill by another replica is never undone."""
+        entry = self.get(cache_id)
+        if entry is None or entry.state is not expected:
+            return None
+        return self.update(cache_id, **changes)
+
     def add_hit(self, cache_id: str, at: float) -> None:
         """Count one hit (a shared store makes this one atomic increment)."""
         entry = self.get(cache_id)

@@ -186,6 +186,13 @@ class MemoryStore(Store):
                 self._entries[cache_id] = new.with_changes(turn_vector=_NO_VECTOR)
             return new
 
+    def transition(self, cache_id: str, expected: EntryState, **changes: object) -> Entry | None:
+        with self._lock:
+            entry = self._entries.get(cache_id)
+            if entry is None or entry.state is not expected:
+                return None
+            return self.update(cache_id, **changes)
+
     def delete(self, cache_id: str) -> bool:
         with self._lock:
             if cache_id not in self._entries:

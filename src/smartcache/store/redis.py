@@ -125,6 +125,12 @@ class RedisStore(Store):
         return self._decode(raw) if raw else None
 
     def update(self, cache_id: str, **changes: object) -> Entry | None:
+        return self._update(cache_id, None, changes)
+
+    def transition(self, cache_id: str, expected: EntryState, **changes: object) -> Entry | None:
+        return self._update(cache_id, expected, changes)
+
+    def _update(self, cache_id: str, expected: EntryState | None, changes: dict) -> Entry | None:
         import redis
 
         key = self._key(cache_id)
@@ -137,7 +143,11 @@ class RedisStore(Store):
                         if not raw:
                             pipe.reset()
                             return None
-                        new = self._decode(raw).with_changes(**changes)
+                        old = self._decode(raw)
+                        if expected is not None and old.state is not expected:
+                            pipe.reset()
+                            return None
+                        new = old.with_changes(**changes)
                         pipe.multi()
                         self._write(pipe, new)
                         pipe.execute()

@@ -119,6 +119,13 @@ class SqliteStore(Store):
             self._write(new)
             return self._index.update(cache_id, **changes)
 
+    def transition(self, cache_id: str, expected: EntryState, **changes: object) -> Entry | None:
+        with self._lock:
+            entry = self._index.get(cache_id)
+            if entry is None or entry.state is not expected:
+                return None
+            return self.update(cache_id, **changes)
+
     def delete(self, cache_id: str) -> bool:
         with self._lock:
             try:
