@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 
@@ -80,8 +81,15 @@ def free_port() -> int:
 
 @pytest.fixture(scope="session")
 def gateway_server():
-    """``smartcache serve`` as a user starts it (bundled engine, in-process store, real encoder),
+    """``smartcache serve`` as a user starts it (bundled engine, SQLite store, real encoder),
     on a free 127.0.0.1 port, stopped at the end. Yields its base URL."""
+    with serve("--store-path", os.path.join(tempfile.mkdtemp(prefix="smartcache-serve-"), "cache.db")) as base:
+        yield base
+
+
+@contextlib.contextmanager
+def serve(*args: str):
+    """Run ``smartcache serve ARGS`` on a free 127.0.0.1 port until the block ends; yields its URL."""
     import subprocess
     import sys
     import time
@@ -92,8 +100,7 @@ def gateway_server():
     log = open(os.path.join(tempfile.gettempdir(), f"smartcache-serve-{port}.log"), "w")
     proc = subprocess.Popen([sys.executable, "-m", "smartcache.cli", "serve", "--host", "127.0.0.1",
                              "--port", str(port), "--promotion-window", "1", "--regenerate-window", "2",
-                             "--log-level", "warning", "--store-path",
-                             os.path.join(tempfile.mkdtemp(prefix="smartcache-serve-"), "cache.db")],
+                             "--log-level", "warning", *args],
                             stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:

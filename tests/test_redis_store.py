@@ -239,3 +239,36 @@ def test_pending_entries_change_state_exactly_once_across_replicas(redis_url):
     assert wins["promote"] + wins["kill"] == len(entries)
     states = [a.get(e.cache_id).state for e in entries]
     assert states.count(EntryState.READY) == wins["promote"] and states.count(EntryState.INVALID) == wins["kill"]
+
+
+def test_two_gateway_processes_share_one_redis(redis_url):
+    """Two `smartcache serve --store redis` replicas: an answer generated through one is served
+    by the other; an invalidation and a version bump through one take effect on the other."""
+    import httpx
+
+    from conftest import serve
+
+    prefix = ["--store", "redis", "--redis-url", redis_url]
+    question = [{"role": "system", "content": "You are a concise assistant."},
+                {"role": "user", "content": "How do I reset my password?"}]
+    paraphrase = [question[0], {"role": "user", "content": "How can I reset my password"}]
+    body = {"model": "smollm2-135m-instruct", "max_tokens": 48, "stop": ["\n"]}
+    def chat(base, messages, session):
+        return httpx.post(f"{base}/v1/chat/completions", json={**body, "messages": messages},
+                          headers={"x-session-id": session}, timeout=120)
+
+    with serve(*prefix) as a, serve(*prefix) as b:
+        for session in ("replicas-1", "replicas-2"):
+            first = chat(a, question, session)
+            assert first.status_code == 200 and first.headers["x-smartcache-status"] == "miss"
+        answer = first.json()["choices"][0]["message"]["content"]
+        time.sleep(2.5)          # replica A promotes them when the window passes, with no further traffic
+        second = chat(b, paraphrase, "replicas-2")
+        assert second.headers["x-smartcache-status"] == "hit"
+        assert second.json()["choices"][0]["message"]["content"] == answer
+        # An invalidation through A: B stops serving that session's answer at once.
+        assert httpx.post(f"{a}/admin/sessions/replicas-2/invalidate", timeout=30).status_code == 200
+        assert chat(b, paraphrase, "replicas-2").headers["x-smartcache-status"] != "hit"
+        # A version bump of the tenant through B: A no longer serves the other session's answer.
+        assert httpx.post(f"{b}/admin/versions/bump", json={"tenant": "default"}, timeout=30).status_code == 200
+        assert chat(a, paraphrase, "replicas-1").headers["x-smartcache-status"] != "hit"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -36,9 +37,21 @@ def create_app(cache: SmartCache, engine, settings: GatewaySettings | None = Non
     engine shared by several apps, as in tests)."""
     service = ChatService(cache, engine, settings)
 
+    async def promote_on_time() -> None:
+        # Pending answers become servable when their window passes, whether or not this
+        # replica sees another request (other replicas read them from the shared store).
+        while True:
+            await asyncio.sleep(min(1.0, max(cache.config.lifecycle.promotion_window_s / 2, 0.05)))
+            try:
+                await asyncio.to_thread(cache.lifecycle.tick)
+            except SmartCacheError as exc:
+                log.warning("smartcache: promotion tick failed: %s", exc)
+
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI):
+        ticker = asyncio.create_task(promote_on_time())
         yield
+        ticker.cancel()
         await service.shadow.drain()
         if close_engine:
             await engine.aclose()
