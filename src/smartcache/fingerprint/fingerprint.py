@@ -20,7 +20,7 @@ from smartcache.fingerprint.nouns import chinese_nouns
 from smartcache.fingerprint.resolve import resolve_references
 from smartcache.fingerprint.tags import (
     HIGH_RISK_DOMAINS, ChangeFlag, action_sides, announces_topic_switch, change_flags, has_reference,
-    instruction_part, intent_domain, is_time_sensitive, negation_count, task_actions, task_skeleton,
+    intent_domain, is_time_sensitive, negation_count, task_actions, task_skeleton,
 )
 
 

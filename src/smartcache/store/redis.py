@@ -24,7 +24,7 @@ import numpy as np
 
 from smartcache.errors import StoreError
 from smartcache.store import codec
-from smartcache.store.base import Entry, EntryState, Scope, ScoredEntry, SearchFilter, Store
+from smartcache.store.base import Entry, EntryState, ScoredEntry, SearchFilter, Store
 
 _SERVABLE = "|".join(s.value for s in EntryState if s.servable)
 _NEVER = 1e300       # expires_at of an entry without a TTL, as a NUMERIC
