@@ -140,3 +140,16 @@ def test_calibrate_from_cases_writes_per_domain_thresholds(tmp_path):
         assert 0.45 <= limits.hit <= 1.0 and limits.half_hit <= limits.hit
     assert "| travel | travel |" in (out / "calibration.md").read_text(encoding="utf-8")
     assert (out / "calibration.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_warmup_command_fills_the_sqlite_file_serve_reads(tmp_path, encoder, capsys):
+    logs = tmp_path / "logs.jsonl"
+    rows = [{"session": f"x{i}", "messages": [U("发票在哪里申请？"), A("在订单详情页点击“申请开票”。")]} for i in range(3)]
+    logs.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows), encoding="utf-8")
+    db = tmp_path / "cache.db"
+    assert main(["warmup", "--sessions", str(logs), "--store-path", str(db)]) == 0
+    assert json.loads(capsys.readouterr().out)["written"] == 1
+    cache = SmartCache(load_config(store={"backend": "sqlite", "path": str(db)}), encoder=encoder)
+    decision = cache.lookup([U("发票在哪里申请呢")], session="someone")
+    assert decision.zone is Zone.HIT and decision.answer == "在订单详情页点击“申请开票”。"
+    assert main(["warmup", "--sessions", str(logs), "--store", "redis"]) == 2      # needs --redis-url

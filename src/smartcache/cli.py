@@ -187,13 +187,25 @@ def _warmup(args: argparse.Namespace) -> int:
 
     try:
         sessions = rp.load_sessions(args.sessions)
-        cache = SmartCache(load_config(args.config))
-    except (OSError, SmartCacheError) as exc:
+        store = _store_overrides(args)
+        cache = SmartCache(load_config(args.config, store=store))
+    except (OSError, SmartCacheError, ValueError) as exc:
         print(f"smartcache: error: {exc}", file=sys.stderr)
         return 2
     report = rp.warmup(cache, sessions, min_count=args.min_count, to_global=not args.per_session)
-    print(json.dumps(report, ensure_ascii=False, indent=2))
+    print(json.dumps({**report, "store": store}, ensure_ascii=False, indent=2))
     return 0
+
+
+def _store_overrides(args: argparse.Namespace) -> dict[str, str]:
+    """The [store] table the --store / --store-path / --redis-url flags ask for (as serve reads them)."""
+    if args.store == "redis":
+        if not args.redis_url:
+            raise ValueError("--store redis needs --redis-url")
+        return {"backend": "redis", "url": args.redis_url}
+    if args.store == "sqlite":
+        return {"backend": "sqlite", "path": args.store_path or str(default_data_dir() / "cache.db")}
+    return {"backend": "memory", "path": ""}
 
 
 def _calibrate_cases(args: argparse.Namespace) -> int:
@@ -278,17 +290,9 @@ def _serve(args: argparse.Namespace) -> int:
         overrides = {}
         if args.promotion_window is not None:
             overrides["lifecycle"] = {"promotion_window_s": args.promotion_window}
-        if args.store == "redis":
-            if not args.redis_url:
-                print("smartcache: error: --store redis needs --redis-url", file=sys.stderr)
-                return 2
-            overrides["store"] = {"backend": "redis", "url": args.redis_url}
-        elif args.store == "sqlite":
-            path = args.store_path or str(default_data_dir() / "cache.db")
-            overrides["store"] = {"backend": "sqlite", "path": path}
-            print(f"smartcache: cache entries persist in {path}", file=sys.stderr)
-        else:
-            overrides["store"] = {"backend": "memory", "path": ""}
+        overrides["store"] = _store_overrides(args)
+        if args.store == "sqlite":
+            print(f"smartcache: cache entries persist in {overrides['store']['path']}", file=sys.stderr)
         cache = SmartCache(load_config(args.config, **overrides))
         if args.warmup:
             from smartcache.eval.replay import load_sessions, warmup
@@ -302,7 +306,7 @@ def _serve(args: argparse.Namespace) -> int:
             from smartcache.engine.local import LocalEngine
             print("smartcache: loading the bundled engine (SmolLM2-135M-Instruct)…", file=sys.stderr)
             engine = LocalEngine(kv_budget_mb=args.kv_budget_mb)
-    except (OSError, SmartCacheError) as exc:
+    except (OSError, SmartCacheError, ValueError) as exc:
         print(f"smartcache: error: {exc}", file=sys.stderr)
         return 2
     settings = GatewaySettings(cache_enabled=not args.no_cache, shadow_rate=args.shadow,
@@ -352,6 +356,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     warm.add_argument("--min-count", type=int, default=2, help="sessions a scenario must recur in")
     warm.add_argument("--per-session", action="store_true", help="write into the first asking session, not global")
     warm.add_argument("--config", help="a TOML config file merged over the defaults")
+    warm.add_argument("--store", choices=("sqlite", "memory", "redis"), default="sqlite",
+                      help="the store to warm, as serve reads it (default: serve's SQLite file)")
+    warm.add_argument("--store-path", help="the SQLite file (default: as serve)")
+    warm.add_argument("--redis-url", help="redis://HOST:PORT/DB (with --store redis)")
     serve = sub.add_parser("serve", help="run the OpenAI-compatible caching gateway")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8080)
