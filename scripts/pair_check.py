@@ -10,28 +10,14 @@ in the same session, and count hits on positives (recall) and on negatives
 from __future__ import annotations
 
 import argparse
-import csv
-import json
 import random
 import sys
-import tarfile
 from pathlib import Path
 
 from smartcache import SmartCache, Zone
+from smartcache.eval.calibrate import load_pair_set
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-
-
-def _rows(name: str) -> list[tuple[str, str, int]]:
-    if name == "qqp":
-        with tarfile.open(DATA / "qqp" / "similiar_qqp_full.tar.gz") as tar:
-            member = next(m for m in tar.getmembers() if m.name.endswith(".json"))
-            return [(r["text_a"], r["text_b"], int(r["label"])) for r in json.load(tar.extractfile(member))]
-    if name == "gptcache-mock":
-        data = json.loads((DATA / "gptcache-mock" / "mock_data.json").read_text(encoding="utf-8"))
-        return [(r["origin"], r["similar"], 1) for r in data]
-    with (DATA / "zh-pairs" / f"{name}.valid.tsv").open(encoding="utf-8") as f:
-        return [(r[0], r[1], int(r[2])) for r in csv.reader(f, delimiter="\t") if len(r) >= 3 and r[2] in "01"]
 
 
 def main() -> int:
@@ -44,7 +30,7 @@ def main() -> int:
     cache = SmartCache()
     print(f"{'set':14} {'positives':>9} {'hit recall':>10} {'negatives':>9} {'false hits':>10}")
     for name in ("lcqmc", "bq", "pawsx", "qqp", "gptcache-mock"):
-        rows = _rows(name)
+        rows = load_pair_set(name, DATA)
         random.Random(0).shuffle(rows)
         counts = {0: [0, 0], 1: [0, 0]}
         for i, (a, b, label) in enumerate(rows[:args.n]):
