@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import gc
+import threading
 
 import pytest
 import torch
@@ -112,3 +114,31 @@ def test_sampling_is_reproducible_with_a_seed(local_engine):
     a, _ = local_engine.complete_sync(CONVERSATIONS[0], params)
     b, _ = local_engine.complete_sync(CONVERSATIONS[0], params)
     assert a == b
+
+
+def test_a_generation_the_garbage_collector_closes_inside_the_tree_lock_is_kept_without_deadlock(
+        local_engine, monkeypatch):
+    """An abandoned stream whose generator sits in a reference cycle is closed by the cyclic
+    collector, on whichever thread allocates next: on the engine thread that can be inside
+    RadixKVCache.match, holding the tree's lock. Its KV must be queued, not inserted there."""
+    from smartcache.engine.radix import RadixKVCache
+
+    tree = RadixKVCache(64 * 1024 * 1024)       # a throwaway tree: a regression locks only this one
+    monkeypatch.setattr(local_engine, "kv", tree)
+    ids = local_engine.encode_messages([{"role": "user", "content": "Name a colour."}])
+
+    def abandon_then_collect() -> None:
+        gen = local_engine._generate(ids, GenerationParams(max_tokens=8))
+        next(gen)
+        cycle = [gen]
+        cycle.append(cycle)                      # only the cyclic collector can free it now
+        del gen, cycle
+        with tree._lock:
+            gc.collect()                         # as an allocation inside match() would
+        local_engine._save_unsaved()
+
+    worker = threading.Thread(target=abandon_then_collect, daemon=True)
+    worker.start()
+    worker.join(timeout=120)
+    assert not worker.is_alive(), "the collected generation deadlocked on the radix tree's lock"
+    assert tree.match(ids).length == len(ids)    # and what it computed was kept

@@ -13,6 +13,7 @@ token by token, and no two forward passes ever run at once.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import importlib.util
 import io
@@ -133,6 +134,8 @@ class LocalEngine:
         self.context_length = int(self.model.config.max_position_embeddings)
         self.eos_ids = {int(self.tokenizer.convert_tokens_to_ids(t)) for t in ("<|im_end|>", "<|endoftext|>")}
         self.kv = RadixKVCache(kv_budget_mb * 1024 * 1024)
+        # KV computed by generations that ended, waiting to go into the tree (see _generate).
+        self._unsaved: collections.deque[tuple[list[int], list[tuple[Any, Any]]]] = collections.deque()
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="smartcache-engine")
         self.encode_messages = self.chat.encode_messages
         self.count_tokens = self.chat.count_tokens
@@ -152,6 +155,7 @@ class LocalEngine:
         reference that the exactness test compares the reused path against.
         """
         torch = self._torch
+        self._save_unsaved()
         with torch.inference_mode():
             match = self.kv.match(ids, max_length=len(ids) - 1) if reuse else None
             start = match.length if match else 0
@@ -167,6 +171,7 @@ class LocalEngine:
             raise EngineError(f"the prompt has {len(ids)} tokens; this model's context is {self.context_length}",
                               status=400, code="context_length_exceeded")
         budget = min(params.max_tokens, self.context_length - len(ids))
+        self._save_unsaved()
         generator = torch.Generator().manual_seed(params.seed) if params.seed is not None else None
         match = self.kv.match(ids, max_length=len(ids) - 1)   # keep one token to prefill for its logits
         cache = self._cache_from(match.kv)
@@ -212,10 +217,22 @@ class LocalEngine:
                         yield TextDelta(text[emitted:])
             yield Finished(finish, Usage(len(ids), len(out_ids), match.length))
         finally:
-            # Whatever was computed is kept, even for an abandoned stream: it is valid KV.
+            # Whatever was computed is kept, even for an abandoned stream: it is valid KV. It is
+            # only queued here, because an abandoned generator is closed by the garbage collector,
+            # which may run on this thread in the middle of a radix-tree call, inside its lock.
             layers = cache.layers if hasattr(cache, "layers") else []
             if layers and layers[0].get_seq_length() >= len(ids):
-                self.kv.insert(ids + fed, [(layer.keys, layer.values) for layer in layers])
+                self._unsaved.append((ids + fed, [(layer.keys, layer.values) for layer in layers]))
+
+    def _save_unsaved(self) -> None:
+        """Put the KV of ended generations into the radix tree (on the engine thread)."""
+        while self._unsaved:
+            ids, kv = self._unsaved.popleft()
+            self.kv.insert(ids, kv)
+
+    def _close(self, gen) -> None:
+        gen.close()
+        self._save_unsaved()
 
     def _sample(self, logits, params: GenerationParams, generator) -> int:
         torch = self._torch
@@ -242,7 +259,9 @@ class LocalEngine:
                     return
                 yield event
         finally:
-            await loop.run_in_executor(self._executor, gen.close)
+            # Shielded: a client hanging up cancels this task, and a cancelled run_in_executor
+            # would drop a close not yet started, leaving the generator to the garbage collector.
+            await asyncio.shield(loop.run_in_executor(self._executor, self._close, gen))
 
     def complete_sync(self, messages: Sequence[dict[str, Any]], params: GenerationParams | None = None
                       ) -> tuple[str, Finished]:
@@ -250,7 +269,12 @@ class LocalEngine:
         ids = self.encode_messages(messages)
         parts: list[str] = []
         final: Finished | None = None
-        for event in self._executor.submit(lambda: list(self._generate(ids, params or GenerationParams()))).result():
+        def run() -> list[EngineEvent]:
+            events = list(self._generate(ids, params or GenerationParams()))
+            self._save_unsaved()
+            return events
+
+        for event in self._executor.submit(run).result():
             if isinstance(event, TextDelta):
                 parts.append(event.text)
             else:

@@ -23,6 +23,8 @@ from collections import Counter, deque
 from dataclasses import asdict, dataclass, field
 from typing import Any, AsyncIterator
 
+import anyio
+
 from smartcache.cache import SmartCache
 from smartcache.decide import Decision, Zone
 from smartcache.engine import EngineError, EngineRequest, Finished, GenerationParams, TextDelta, Usage
@@ -340,6 +342,7 @@ class ChatService:
             first = await events.__anext__()      # errors before any output get a real HTTP status
         except EngineError as exc:
             self.metrics.engine_errors.labels(exc.code).inc()
+            await events.aclose()
             raise
         headers = self._headers(turn)
         if not turn.req.stream:
@@ -408,7 +411,10 @@ class ChatService:
             yield _sse({"error": {"message": str(exc), "type": "engine_error", "code": exc.code, "param": None}})
             yield b"data: [DONE]\n\n"
         finally:
-            await events.aclose()
+            # A client that hangs up cancels this generator; the engine's stream is closed
+            # anyway (it frees its KV into the tree, or the upstream connection).
+            with anyio.CancelScope(shield=True):
+                await events.aclose()
 
     async def _after_answer(self, turn: _Turn, answer: str, final: Finished, *,
                             first_token_at: float | None = None) -> None:

@@ -10,6 +10,7 @@ makes it suspect and, repeated, unrecallable), unrelated ones drop it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from dataclasses import dataclass
 
@@ -67,7 +68,8 @@ class ShadowVerifier:
 
     async def _verify(self, entry: Entry, request: EngineRequest) -> None:
         try:
-            parts = [e.text async for e in self.engine.stream(request) if isinstance(e, TextDelta)]
+            async with contextlib.aclosing(self.engine.stream(request)) as events:
+                parts = [e.text async for e in events if isinstance(e, TextDelta)]
             verdict = await asyncio.to_thread(self.compare, entry.answer.text, "".join(parts))
             if verdict.outcome == "keep":
                 await asyncio.to_thread(self.cache.feedback, entry.cache_id, "positive")
