@@ -1,6 +1,6 @@
 """Single-turn hit rates of SmartCache on the public pair sets (../shared/data), for calibration.
 
-    .venv/bin/python scripts/pair_check.py [--n 400]
+    .venv/bin/python scripts/pair_check.py [--n 400] [--seed 0]
 
 For each labelled pair (a, b): store a in a fresh session, promote it, look up b
 in the same session, and count hits on positives (recall) and on negatives
@@ -22,7 +22,8 @@ DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--n", type=int, default=400, help="pairs sampled per set (seed 0)")
+    parser.add_argument("--n", type=int, default=400, help="pairs sampled per set")
+    parser.add_argument("--seed", type=int, default=0, help="which sample (seed 0 is the README's)")
     args = parser.parse_args()
     if not DATA.exists():
         print(f"public data not found at {DATA}", file=sys.stderr)
@@ -31,7 +32,7 @@ def main() -> int:
     print(f"{'set':14} {'positives':>9} {'hit recall':>10} {'negatives':>9} {'false hits':>10}")
     for name in ("lcqmc", "bq", "pawsx", "qqp", "gptcache-mock"):
         rows = load_pair_set(name, DATA)
-        random.Random(0).shuffle(rows)
+        random.Random(args.seed).shuffle(rows)
         counts = {0: [0, 0], 1: [0, 0]}
         for i, (a, b, label) in enumerate(rows[:args.n]):
             stored = cache.store([{"role": "user", "content": a}], "answer", session=f"{name}-{i}")

@@ -2,7 +2,9 @@
 
 Vectors say "these read alike"; these rules say why reading alike is not
 enough: another context, a reversed intent, another entity, a one-word swap
-that makes it a different task ("请假邮件" / "投诉邮件"), an added condition.
+that makes it a different task ("请假邮件" / "投诉邮件"), two words that trade
+places ("小明借了小红" / "小红借了小明"), an opposite word, a plain negation,
+another term to define, an added condition.
 
     >>> substituted_spans("帮我写一封请假邮件", "帮我写一封投诉邮件")
     [('请假', '投诉')]
@@ -64,7 +66,7 @@ _SHOWN = str.maketrans({chr(0xE000 + i): "|".join(sorted(group, key=len)[:2]) fo
 def _tokens(text: str) -> list[str]:
     text = _ZH_FILLER.sub("", text.lower())
     text = _SYNONYM_RX.sub(lambda m: _PLACEHOLDER[m.group(0)], text)
-    tokens = (t.rstrip(".'-") or t for t in _TOKEN.findall(text))
+    tokens = (t.strip(".'-") or t for t in _TOKEN.findall(text))     # quotes around a word are not part of it
     return [_singular(t) for t in tokens if t not in _FILLER]
 
 
@@ -136,6 +138,46 @@ def context_similarity(fp: Fingerprint, entry: Entry) -> float | None:
     return float(np.dot(fp.context_vector, entry.context_vector))
 
 
+# A plain Chinese 不 / 没 / 未 / 无法 before what is asked about ("不刷屏", "不冬眠的动物",
+# "没飞过"): a request with one asks the opposite of the same words without it. Not
+# negations: fixed words (不错, 差不多), A-not-A questions (是不是, 有没有), and complements
+# of ability or result (打不开, 连不上), which complain rather than negate and are often
+# worded without one.
+_ZH_NOT_WORDS = re.compile(
+    r"不错|不过|不同|不一样|不少|不断|不久|不然|不仅|不但|不管|不如|不止|不光|不妨|不禁|不愧|不料|不像话|"
+    r"差不多|不好意思|对不起|了不起|不客气|来不及|不得不|不得了|说不定|要不|不一定|没事|没关系|没错|没想到|"
+    r"打不通|行不通|走不通|(.)[不没]\1|可不可|有没|"
+    r"(?<![我你他她它们])[\u4e00-\u9fff]不[了上到开动起来下去出进见着住完懂清掉]")
+_ZH_NOT = re.compile(r"不|没有?|未|无法")
+# Past adverbs and modals to what a negation negates ("不太上网": 上网, "不能吃": 吃).
+_ZH_MODALS = re.compile(r"^(?:太|很|再|也|都|要|会|能|可以|想|用|准|许|该|应该|必)+")
+_CJK_PAIR = re.compile(r"^[\u4e00-\u9fff]{2}")
+# Complaints are worded with a negation and without one ("调节了不好使" / "不能调节了").
+_ZH_MALFUNCTION = re.compile(r"不好使|不管用|不灵|不行|失败|坏了|故障|不了|报错|出错")
+
+
+def _negations_of_shared(text: str, other: str) -> int:
+    """Plain negations in ``text`` of words that ``other`` has too: "不冬眠" against "冬眠".
+    One of something the other request never mentions ("顺带说一句我平时不太上网，…") is
+    added background, not a reversal."""
+    text = _ZH_NOT_WORDS.sub("，", text)
+    count = 0
+    for m in _ZH_NOT.finditer(text):
+        rest = text[m.end():]
+        negated = {p.group(0) for p in (_CJK_PAIR.match(rest), _CJK_PAIR.match(_ZH_MODALS.sub("", rest))) if p}
+        count += any(word in other for word in negated)
+    return count
+
+
+def _polarity_differs(a: str, b: str) -> bool:
+    """One request negates what the other asks plainly. Both negating, each its own word
+    ("为什么我没微粒贷资格" / "为啥我不能体验微粒贷"), is no reversal."""
+    if _ZH_MALFUNCTION.search(a) or _ZH_MALFUNCTION.search(b):
+        return False
+    total = lambda t: len(_ZH_NOT.findall(_ZH_NOT_WORDS.sub("，", t)))
+    return total(a) % 2 != total(b) % 2 and _negations_of_shared(a, b) % 2 != _negations_of_shared(b, a) % 2
+
+
 _UNRESOLVED_REFERENCE = re.compile(r"那家|这家|那个|它|\bit\b|\bthat one\b|\bthis one\b|\bthere\b")
 # Flags that modify a request (rather than reverse, correct or reset it): half-hit material.
 MODIFY = frozenset({ChangeFlag.ADDITION, ChangeFlag.REMOVAL, ChangeFlag.REPLACEMENT})
@@ -180,6 +222,8 @@ def judge(fp: Fingerprint, entry: Entry, turn: float, limits: Thresholds,
         return verdict(Zone.MISS, "intent_reversal", "one request negates what the other asks", context)
     if switches.change_detection and any(a * b < 0 for a, b in zip(probe.sides, cached.sides)):
         return verdict(Zone.MISS, "intent_reversal", "the requests ask for opposite actions", context)
+    if switches.change_detection and _polarity_differs(probe.text, cached.text):
+        return verdict(Zone.MISS, "negated", "one request says 不 / 没 where the other does not", context)
     if skeletons_conflict(probe.skeleton, cached.skeleton):
         return verdict(Zone.MISS, "task_skeleton", f"{probe.skeleton!r} is not {cached.skeleton!r}", context)
     if probe.actions and cached.actions and probe.actions != cached.actions:
@@ -196,9 +240,19 @@ def judge(fp: Fingerprint, entry: Entry, turn: float, limits: Thresholds,
     swapped_nouns = _noun_swap(probe.nouns, cached.nouns)
     if swapped_nouns:
         return verdict(Zone.MISS, "noun_change", f"about {swapped_nouns[1]}, not {swapped_nouns[0]}", context)
+    terms = _defined_term(cached.text), _defined_term(probe.text)
+    if None not in terms and terms[0] != terms[1]:
+        return verdict(Zone.MISS, "defined_term", f"the meaning of {terms[1]!r}, not of {terms[0]!r}", context)
+    opposite = _opposite_swap(cached.text, probe.text)
+    if opposite:     # "改成晚上出发" modifies a request, like a changed entity
+        zone = Zone.HALF_HIT if modifies else Zone.MISS
+        return verdict(zone, "opposite_words", f"{opposite[0]!r} became {opposite[1]!r}", context)
     if _order_swapped(probe.entities, cached.entities) and _ORDER_MATTERS.search(probe.text) \
             and _ORDER_MATTERS.search(cached.text):
         return verdict(Zone.MISS, "entity_order", "the same entities in another order (from/to, A vs B)", context)
+    roles = _roles_swapped(cached.text, probe.text, (*cached.nouns, *probe.nouns))
+    if roles:
+        return verdict(Zone.MISS, "roles_swapped", f"{roles[0]!r} and {roles[1]!r} trade places", context)
     # A reference on one side ("that hotel" / "the Ibis") is not a swap when the named
     # side's entity is in the context: the entity checks above have already held.
     swaps = [(x, y) for x, y in substituted_spans(cached.text, probe.text)
@@ -304,6 +358,99 @@ def _anaphora(x: str, y: str, text_x: str, text_y: str) -> bool:
 def _is_question_words(span: str) -> bool:
     words = span.split() if " " in span or span.isascii() else [span]
     return all(w in _QUESTION_WORDS or "\ue000" <= w[:1] <= "\uf8ff" for w in words)
+
+
+_ENGLISH_WORD = re.compile(r"[a-z][a-z'-]{2,}")
+# Adjacent, joined by a conjunction, or one modifying the other ("八宝粥哪个牌子" / "那个牌子的
+# 八宝粥"): a list or a compound, not two roles.
+_CONJOINED = r"\s*(?:和|与|跟|及|或|、|,|，|/|\band\b|\bor\b|&|的|之|[哪那这][个种家款]|\bof\b|'s)?\s*"
+
+
+def _exchange(text: str, x: str, y: str) -> str:
+    pattern = (lambda w: rf"\b{re.escape(w)}\b" if w.isascii() else re.escape(w))
+    return re.sub(f"{pattern(x)}|{pattern(y)}", lambda m: y if m.group(0) == x else x, text)
+
+
+def _roles_swapped(a: str, b: str, nouns: tuple[str, ...]) -> tuple[str, str] | None:
+    """Two words of both requests that trade places, the rest unchanged: "男生说女生可爱" /
+    "女生说男生可爱", "what do Indians find annoying in foreigners" / "... foreigners ... Indians".
+    Found by exchanging them in one text and seeing it become the other. Words side by side
+    ("韩国电影爱人" / "韩国爱人电影") or joined by "和" / "and" ("苹果和香蕉哪个好") are a
+    compound or a symmetric list: their order is no role."""
+    a, b = a.lower(), b.lower()
+    words = set(nouns) | (set(_ENGLISH_WORD.findall(a)) & set(_ENGLISH_WORD.findall(b)))
+    words -= _FILLER | _QUESTION_WORDS
+    both = sorted(w for w in words if w in a and w in b)
+    if len(both) < 2 or len(both) > 12:
+        return None
+    ta, tb = _tokens(a), _tokens(b)
+    base = _common_share(ta, tb)
+    for i, x in enumerate(both):
+        for y in both[i + 1:]:
+            if x in y or y in x:
+                continue
+            if any(re.search(f"{re.escape(p)}{_CONJOINED}{re.escape(q)}", t)
+                   for p, q in ((x, y), (y, x)) for t in (a, b)):
+                continue
+            share = _common_share(_tokens(_exchange(a, x, y)), tb)
+            if share >= 0.85 and share >= base + 0.1:
+                return x, y
+    return None
+
+
+# A question about what a term means is about that term exactly: "初战告捷的捷是什么意思" asks
+# about one character of "初战告捷", "大本命是什么意思" about another word than "本命".
+# The marker must end its clause: "是指什么生肖" asks for a zodiac sign, not a meaning.
+_ZH_MEANING = re.compile(r"(?:是什么意思|什么意思|是啥意思|啥意思|的意思是什么|的意思是|是指什么|指什么|"
+                         r"的含义是什么|是什么含义|什么含义|的含义)(?=[啊呀呢吗嘛？?。！!~～\s,，]|$)")
+_EN_MEANING = re.compile(r"\bwhat does (.+?) mean\b|\bwhat is the meaning of (.+?)(?:[?.!]|$)|"
+                         r"\bmeaning of (.+?)(?:[?.!]|$)|\bdefinition of (.+?)(?:[?.!]|$)")
+_CLAUSE_BREAK = re.compile(r"[，,。？?！!；;：:\s]+")
+_TERM_NOISE = re.compile(r"这个词|这句话|这句|这个|那个|这|那|请问|你好|一般|都|它|的$|^的|"
+                         r"[\"'“”‘’《》「」`]|^the |^a |^an ")
+
+
+def _defined_term(text: str) -> str | None:
+    """The term whose meaning the request asks for, or None when it asks something else
+    (or only "这是什么意思", whose term is the context's)."""
+    low = text.lower()
+    m = _EN_MEANING.search(low)
+    if m:
+        term = next(g for g in m.groups() if g)
+    else:
+        m = _ZH_MEANING.search(low)
+        if not m:
+            return None
+        term = _CLAUSE_BREAK.split(low[:m.start()])[-1]
+    term = _TERM_NOISE.sub("", term.strip()).strip()
+    return term or None
+
+
+# Words whose swap for each other asks the opposite: never a rephrasing, however many other
+# stretches also changed ("小货车用什么牌子的轮胎好" / "大货车轮胎什么牌子好"). Not more / less:
+# a comparison is as often reworded from its other side ("A uses less than B" / "B needs more").
+_OPPOSITES = {frozenset(p.split("/")) for p in (
+    "大/小 长/短 高/低 新/旧 男/女 买/卖 冷/热 胖/瘦 早/晚 快/慢 前/后 开/关 增/减 涨/跌 加/减 升/降 "
+    "南/北 正/负 入/出 收/发 输/赢 big/small large/small long/short high/low new/old men/women "
+    "man/woman male/female boy/girl boys/girls husband/wife buy/sell buying/selling hot/cold fast/slow "
+    "early/late cheap/expensive before/after increase/decrease open/close max/min maximum/minimum "
+    "first/last best/worst positive/negative upload/download import/export input/output encrypt/decrypt "
+    "encode/decode start/stop add/remove login/logout push/pull win/lose up/down".split())}
+
+
+def _opposite_swap(a: str, b: str) -> tuple[str, str] | None:
+    """A word of one request replaced by its opposite in the other."""
+    ta, tb = _tokens(a), _tokens(b)
+    matcher = difflib.SequenceMatcher(None, ta, tb, autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op != "replace":
+            continue
+        mine, theirs = set(ta[i1:i2]), set(tb[j1:j2])
+        for x in mine - theirs:
+            for y in theirs - mine:
+                if frozenset((x, y)) in _OPPOSITES:
+                    return x, y
+    return None
 
 
 def _order_swapped(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
