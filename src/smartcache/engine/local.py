@@ -269,6 +269,7 @@ class LocalEngine:
         ids = self.encode_messages(messages)
         parts: list[str] = []
         final: Finished | None = None
+
         def run() -> list[EngineEvent]:
             events = list(self._generate(ids, params or GenerationParams()))
             self._save_unsaved()
