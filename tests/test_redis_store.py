@@ -17,7 +17,7 @@ import pytest
 
 from smartcache import SmartCache, Zone, load_config
 from smartcache.errors import StoreError
-from smartcache.store import EntryState, Scope
+from smartcache.store import EntryState, Scope, Store
 from test_store_backends import DIM, WRITER, entry, flt, unit
 
 @pytest.fixture
@@ -47,6 +47,10 @@ def test_round_trip_and_scoping_inside_the_query(store):
     assert mine.cache_id not in {r.entry.cache_id for r in store.search(flt(), mine.turn_vector, 10)}
     assert store.delete(shared.cache_id) and store.get(shared.cache_id) is None
     assert {e.cache_id for e in store.find(tenant="t", session_id="s2")} == {other_session.cache_id}
+    # Counts come from the index (no SCAN, no entry read) and agree with reading every entry.
+    assert len(store) == 3 == sum(1 for _ in store)
+    assert store.count_by_state() == Store.count_by_state(store)
+    assert store.count_by_state()["invalid"] == 1
 
 
 def test_ttl_is_the_keys_own_expiry(store):

@@ -240,13 +240,13 @@ class SmartCache:
         return self.backend.get(cache_id)
 
     def stats(self) -> CacheStats:
-        states = Counter(e.state.value for e in self.backend)
+        states = self.backend.count_by_state()
         with self._lock:
             counts = dict(self._counts)
         zones = {z.value: counts.get(f"zone.{z.value}", 0) for z in Zone}
         lookups = sum(zones.values())
         return CacheStats(
-            entries=len(self.backend), by_state={s.value: states.get(s.value, 0) for s in EntryState},
+            entries=sum(states.values()), by_state={s.value: states.get(s.value, 0) for s in EntryState},
             lookups=lookups, by_zone=zones, hit_rate=zones["hit"] / lookups if lookups else 0.0,
             stores=counts.get("stores", 0), store_refusals=counts.get("store_refusals", 0),
             store_errors=counts.get("store_errors", 0), invalidations=counts.get("invalidations", 0),

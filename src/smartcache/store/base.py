@@ -209,6 +209,14 @@ class Store(abc.ABC):
              prefix_hash: str | None = None, states: Iterable[EntryState] | None = None) -> list[Entry]:
         """Entries matching every given field (no vector scoring)."""
 
+    def count_by_state(self) -> dict[str, int]:
+        """How many entries are in each state (every state listed). Stats and metrics call it
+        on every scrape; a shared store answers from its index instead of reading entries."""
+        counts = {state.value: 0 for state in EntryState}
+        for entry in self:
+            counts[entry.state.value] += 1
+        return counts
+
     @abc.abstractmethod
     def __len__(self) -> int: ...
 

@@ -234,7 +234,24 @@ class RedisStore(Store):
             raise StoreError(f"Redis search failed: {exc}") from exc
 
     def __len__(self) -> int:
-        return sum(1 for _ in self.r.scan_iter(match=f"{self.prefix}e:*", count=1000))
+        # The index's own count: no SCAN over the keyspace, no entry read.
+        try:
+            return int(self.r.execute_command("FT.SEARCH", self.index, "*", "LIMIT", "0", "0")[0])
+        except self._redis_errors as exc:
+            raise StoreError(f"Redis count failed: {exc}") from exc
+
+    def count_by_state(self) -> dict[str, int]:
+        counts = {state.value: 0 for state in EntryState}
+        try:
+            reply = self.r.execute_command("FT.AGGREGATE", self.index, "*", "GROUPBY", "1", "@state",
+                                           "REDUCE", "COUNT", "0", "AS", "n")
+        except self._redis_errors as exc:
+            raise StoreError(f"Redis count failed: {exc}") from exc
+        for row in reply[1:]:
+            fields = {_s(row[j]): _s(row[j + 1]) for j in range(0, len(row), 2)}
+            if fields.get("state") in counts:
+                counts[fields["state"]] = int(fields.get("n", 0))
+        return counts
 
     def __iter__(self) -> Iterator[Entry]:
         for key in list(self.r.scan_iter(match=f"{self.prefix}e:*", count=1000)):
