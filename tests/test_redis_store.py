@@ -62,6 +62,18 @@ def test_ttl_is_the_keys_own_expiry(store):
     assert store.get(short.cache_id) is None
 
 
+def test_markers_are_shared_expire_and_are_taken_once(store, redis_url):
+    from smartcache.store.redis import RedisStore
+
+    other = RedisStore(redis_url, DIM, prefix=store.prefix)       # another replica
+    store.set_marker("answered:k", "x", 5.0)
+    assert other.get_marker("answered:k") == "x"
+    assert other.take_marker("answered:k") == "x" and store.take_marker("answered:k") is None
+    store.set_marker("short", "y", 0.05)
+    time.sleep(0.15)
+    assert other.get_marker("short") is None
+
+
 def test_hits_counted_atomically_from_many_threads(store):
     import threading
 
@@ -202,7 +214,8 @@ def test_pending_entries_change_state_exactly_once_across_replicas(redis_url):
 
 def test_two_gateway_processes_share_one_redis(redis_url):
     """Two `smartcache serve --store redis` replicas: an answer generated through one is served
-    by the other; an invalidation and a version bump through one take effect on the other."""
+    by the other; a repeat through the other is a regenerate; an invalidation and a version
+    bump through one take effect on the other."""
     import httpx
 
     from conftest import serve
@@ -217,6 +230,12 @@ def test_two_gateway_processes_share_one_redis(redis_url):
                           headers={"x-session-id": session}, timeout=120)
 
     with serve(*prefix) as a, serve(*prefix) as b:
+        # The same request again through B, within the regenerate window, rejects A's answer.
+        assert chat(a, question, "replicas-3").headers["x-smartcache-status"] == "miss"
+        again = chat(b, question, "replicas-3")
+        assert "regenerate" in again.headers["x-smartcache-reason"]
+        listed = httpx.get(f"{a}/admin/entries", params={"session": "replicas-3"}, timeout=30).json()["data"]
+        assert min(listed, key=lambda e: e["created_at"])["state"] == "invalid"
         for session in ("replicas-1", "replicas-2"):
             first = chat(a, question, session)
             assert first.status_code == 200 and first.headers["x-smartcache-status"] == "miss"

@@ -123,3 +123,15 @@ def test_exact_search_matches_brute_force(n, k):
     q = entries[0].turn_vector
     flt = SearchFilter(tenant="t1", version_key="v1", session_id="a")
     assert [h.entry.cache_id for h in store.search(flt, q, k)] == reference_search(entries, flt, q, k)
+
+
+def test_markers_expire_and_are_taken_once():
+    import time as clock
+
+    store = MemoryStore(4)
+    store.set_marker("answered:k", "x", 5.0)
+    assert store.get_marker("answered:k") == "x"
+    assert store.take_marker("answered:k") == "x" and store.take_marker("answered:k") is None
+    store.set_marker("short", "y", 0.05)
+    clock.sleep(0.1)
+    assert store.get_marker("short") is None and store.take_marker("short") is None

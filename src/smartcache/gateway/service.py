@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import random
 import time
 import unicodedata
@@ -28,11 +29,13 @@ import anyio
 from smartcache.cache import SmartCache
 from smartcache.decide import Decision, Zone
 from smartcache.engine import EngineError, EngineRequest, Finished, GenerationParams, TextDelta, Usage
-from smartcache.errors import EntryNotFound, InvalidRequest
+from smartcache.errors import EntryNotFound, InvalidRequest, SmartCacheError
 from smartcache.gateway.controls import RequestControls
 from smartcache.gateway.metrics import GatewayMetrics
 from smartcache.gateway.schema import ChatCompletionRequest
 from smartcache.gateway.shadow import ShadowVerifier
+
+log = logging.getLogger("smartcache.gateway")
 
 STATUS_OF_ZONE = {Zone.HIT: "hit", Zone.HALF_HIT: "half-hit", Zone.MISS: "miss"}
 
@@ -141,8 +144,6 @@ class ChatService:
         self.recent: deque[DecisionRecord] = deque(maxlen=self.settings.recent_decisions)
         self.timeline: dict[int, Counter[str]] = {}
         self.totals: Counter[str] = Counter()
-        self._answered: dict[str, _Answered] = {}
-        self._last_hit: dict[tuple[str, str], _Answered] = {}
 
     # -- versions -----------------------------------------------------------------------
 
@@ -237,12 +238,37 @@ class ChatService:
                              sort_keys=True, default=str)
         return hashlib.sha256(payload.encode()).hexdigest()
 
+    # What a session was just answered lives in the store as markers that expire with the
+    # regenerate window, so a repeat or a correction landing on another replica still counts.
+    def _remember(self, name: str, record: _Answered) -> None:
+        try:
+            self.cache.backend.set_marker(name, json.dumps([record.at, record.entry_id, record.was_hit]),
+                                          self.settings.regenerate_window_s)
+        except SmartCacheError as exc:      # feedback is lost, the answer is not
+            log.warning("smartcache: cannot record an answer for regenerate detection: %s", exc)
+
+    def _recall(self, name: str, *, take: bool = False) -> _Answered | None:
+        store = self.cache.backend
+        try:
+            raw = store.take_marker(name) if take else store.get_marker(name)
+        except SmartCacheError as exc:
+            log.warning("smartcache: cannot read regenerate markers: %s", exc)
+            return None
+        if raw is None:
+            return None
+        at, entry_id, was_hit = json.loads(raw)
+        return _Answered(float(at), entry_id, bool(was_hit))
+
+    @staticmethod
+    def _last_hit_marker(controls: RequestControls) -> str:
+        who = hashlib.sha256(f"{controls.tenant}\x00{controls.session}".encode()).hexdigest()
+        return f"last-hit:{who}"
+
     def _is_repeat(self, key: str) -> bool:
-        seen = self._answered.get(key)
-        return seen is not None and time.time() - seen.at <= self.settings.regenerate_window_s
+        return self._recall(f"answered:{key}") is not None
 
     async def _on_regenerate(self, key: str) -> None:
-        seen = self._answered.pop(key, None)
+        seen = self._recall(f"answered:{key}", take=True)
         if seen is None or seen.entry_id is None:
             return
         if seen.was_hit:
@@ -252,8 +278,8 @@ class ChatService:
     async def _on_correction(self, controls: RequestControls) -> None:
         if controls.session is None:
             return
-        hit = self._last_hit.pop((controls.tenant, controls.session), None)
-        if hit is not None and hit.entry_id and time.time() - hit.at <= self.settings.regenerate_window_s:
+        hit = self._recall(self._last_hit_marker(controls), take=True)
+        if hit is not None and hit.entry_id:
             self._polluted()
             await self._feedback(hit.entry_id, "negative")
 
@@ -298,10 +324,9 @@ class ChatService:
         prompt_tokens, completion_tokens = await asyncio.to_thread(self._count, turn.messages, answer)
         usage = Usage(prompt_tokens, completion_tokens, cached_tokens=prompt_tokens)
         now = time.time()
-        self._answered[turn.key] = _Answered(now, entry.cache_id, True)
+        self._remember(f"answered:{turn.key}", _Answered(now, entry.cache_id, True))
         if turn.controls.session:
-            self._last_hit[(turn.controls.tenant, turn.controls.session)] = _Answered(now, entry.cache_id, True)
-        self._forget_old()
+            self._remember(self._last_hit_marker(turn.controls), _Answered(now, entry.cache_id, True))
         if d.verify or (self.settings.shadow_rate > 0 and random.random() < self.settings.shadow_rate):
             self.shadow.schedule(entry, self._engine_request(req, turn.messages))
         self.metrics.saved_prompt_tokens.labels("hit").inc(prompt_tokens)
@@ -435,21 +460,12 @@ class ChatService:
                 result = None
             self.metrics.stores.labels("stored" if result and result.stored else "refused").inc()
             entry_id = result.cache_id if result and result.stored else None
-        self._answered[turn.key] = _Answered(time.time(), entry_id, False)
-        self._forget_old()
+        self._remember(f"answered:{turn.key}", _Answered(time.time(), entry_id, False))
         if final.usage.cached_tokens:
             self.metrics.saved_prompt_tokens.labels("kv_prefix").inc(final.usage.cached_tokens)
         self._finish_turn(turn, final.usage, saved=final.usage.cached_tokens, first_token_at=first_token_at)
 
     # -- bookkeeping --------------------------------------------------------------------
-
-    def _forget_old(self, limit: int = 10000) -> None:
-        """Keep the regenerate / pollution memory bounded: past its window an answer is forgotten."""
-        if len(self._answered) + len(self._last_hit) <= limit:
-            return
-        cutoff = time.time() - self.settings.regenerate_window_s
-        self._answered = {k: v for k, v in self._answered.items() if v.at >= cutoff}
-        self._last_hit = {k: v for k, v in self._last_hit.items() if v.at >= cutoff}
 
     def _completion(self, cid: str, created: int, model: str, answer: str, finish: str, usage: Usage,
                     turn: _Turn) -> dict[str, Any]:

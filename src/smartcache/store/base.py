@@ -12,6 +12,8 @@ import abc
 import enum
 import hashlib
 import json
+import threading
+import time
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Iterator, Mapping, NewType
 
@@ -179,6 +181,32 @@ class Store(abc.ABC):
         generations = self.__dict__.setdefault("_generations", {})
         generations[name] = generations.get(name, 0) + 1
         return generations[name]
+
+    # Markers: short-lived facts one replica learns and another must know within seconds
+    # (the answer a session was just given, so that a repeat on any replica is a regenerate).
+    # In process by default; a store shared by processes shares them.
+    def set_marker(self, name: str, value: str, ttl_s: float) -> None:
+        with self._markers_lock():
+            markers = self.__dict__.setdefault("_markers", {})
+            now = time.time()
+            if len(markers) >= 10_000:      # bounded: expired markers go first
+                for key in [k for k, (_, until) in markers.items() if until <= now]:
+                    del markers[key]
+            markers[name] = (value, now + ttl_s)
+
+    def get_marker(self, name: str) -> str | None:
+        with self._markers_lock():
+            value, until = self.__dict__.get("_markers", {}).get(name, (None, 0.0))
+            return value if until > time.time() else None
+
+    def take_marker(self, name: str) -> str | None:
+        """Read and remove a marker at once: of several replicas, one acts on it."""
+        with self._markers_lock():
+            value, until = self.__dict__.get("_markers", {}).pop(name, (None, 0.0))
+            return value if until > time.time() else None
+
+    def _markers_lock(self) -> threading.Lock:
+        return self.__dict__.setdefault("_markers_guard", threading.Lock())
 
     def transition(self, cache_id: str, expected: EntryState, **changes: object) -> Entry | None:
         """Apply ``changes`` only if the entry is still in state ``expected`` (compare-and-set);

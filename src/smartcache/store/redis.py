@@ -268,6 +268,26 @@ class RedisStore(Store):
         value = self.r.get(f"{self.prefix}gen:{name}")
         return int(value) if value else 0
 
+    def set_marker(self, name: str, value: str, ttl_s: float) -> None:
+        try:
+            self.r.set(f"{self.prefix}m:{name}", value, px=max(1, int(ttl_s * 1000)))
+        except self._redis_errors as exc:
+            raise StoreError(f"Redis write failed: {exc}") from exc
+
+    def get_marker(self, name: str) -> str | None:
+        try:
+            value = self.r.get(f"{self.prefix}m:{name}")
+        except self._redis_errors as exc:
+            raise StoreError(f"Redis read failed: {exc}") from exc
+        return None if value is None else _s(value)
+
+    def take_marker(self, name: str) -> str | None:
+        try:
+            value = self.r.getdel(f"{self.prefix}m:{name}")
+        except self._redis_errors as exc:
+            raise StoreError(f"Redis read failed: {exc}") from exc
+        return None if value is None else _s(value)
+
 
 def _hex(value: str) -> str:
     """Digests (version key, conversation and prefix hashes) are stored as they are when they
