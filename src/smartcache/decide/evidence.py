@@ -1,0 +1,260 @@
+"""Evidence about one candidate: the few hard vetoes, and the features the verifier weighs.
+
+A rule that fires on any differing token refuses most real repeats ("福利" /
+"权益", 'how long' / 'when'), so most rules here are *evidence*: a named signal
+and a number in the feature vector, weighed by the learned verifier together
+with the similarities and the lexical diff. Only signals whose precision on
+public minimal pairs is near-certain stay hard vetoes (``HARD_VETOES``; the
+figures are in the README, measured by ``scripts/veto_precision.py``):
+
+- a normalised number, amount or date of the request replaced by another;
+- the negation parity of what is asked, where the two requests are otherwise one
+  sentence and the negation is in what changed ("开启 A 功能" / "别开启 A 功能");
+  a negation elsewhere ("why can't I …" / "why is … not possible") is evidence only;
+- opposite actions from the antonym lexicon (enable / disable);
+- a global entry without history answering a turn that refers back.
+
+Scope (tenant, session, version key) never reaches this stage: the store's
+pre-filter enforces it.
+
+    >>> FEATURES[:3]
+    ('turn_cosine', 'context_similarity', 'same_history')
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from smartcache.decide.decision import Reason, Zone
+from smartcache.decide.match import (
+    MODIFY, _UNRESOLVED_REFERENCE, _align_numbers, _anaphora, _common_share, _defined_term, _edited_turn,
+    _is_question_words, _noun_swap, _opposite_swap, _order_swapped, _ORDER_MATTERS, _polarity_differs,
+    _roles_swapped, _tokens, context_similarity, substituted_spans,
+)
+from smartcache.fingerprint import ChangeFlag, Fingerprint, has_reference, skeletons_conflict
+from smartcache.store import Entry, Scope
+
+# Entity kinds whose values are numbers: one replaced by another is a different request.
+QUANTITY_KINDS = ("num", "money", "date", "time")
+ENTITY_KINDS = ("name", "num", "money", "date", "time", "code", "version", "style", "doc")
+
+FEATURES: tuple[str, ...] = (
+    # similarities
+    "turn_cosine", "context_similarity", "same_history", "probe_has_context", "cached_has_context",
+    "probe_history_turns", "cached_history_turns", "global_entry", "topic_similarity",
+    # the texts
+    "lang_zh", "log_len_probe", "log_len_cached", "len_ratio", "char1_jaccard", "char2_jaccard", "char3_jaccard",
+    "token_jaccard", "token_share", "diff_replace", "diff_insert", "diff_delete", "max_replaced", "unmatched_probe",
+    "unmatched_cached", "slot_overlap", "resolved_reference", "probe_reference",
+    # entities by kind: added to / dropped from the cached request, shared
+    *(f"{side}_{kind}" for kind in ENTITY_KINDS for side in ("added", "dropped", "shared")),
+    "context_entities_jaccard", "context_entities_differ", "noun_extra_probe", "noun_extra_cached", "noun_shared",
+    # rule signals
+    "skeleton_equal", "skeleton_conflict", "actions_differ", "actions_one_side", "negations_probe",
+    "negations_cached", "polarity_differs", "probe_addition", "probe_removal", "probe_replacement",
+    "cached_modifies", "defined_term_differs", "opposite_words", "entity_order", "roles_swapped", "one_slot_edit",
+    "edited_turn", "unresolved_reference", "domain_equal",
+)
+_INDEX = {name: i for i, name in enumerate(FEATURES)}
+# Tokens that negate what follows; one of them inside the changed stretch of a minimal pair
+# reverses the request.
+_NEGATORS = frozenset("别 不 没 勿 禁 无 未 非 莫 甭 not don't dont never no without avoid "
+                      "shouldn't can't cannot won't doesn't isn't aren't".split())
+# Rule codes that are hard vetoes. Everything else the rules say is a signal for the verifier.
+HARD_VETOES = frozenset({"quantity_change", "intent_reversal", "opposite_actions", "context_dependent"})
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What is known about serving ``entry`` to one request.
+
+    ``veto`` is set when a hard rule settles it (``veto_zone`` is then MISS, or
+    HALF_HIT for a modifying turn that changed a number); ``signals`` lists the
+    soft rules that fired, for explanations; ``features`` is the verifier's input.
+    """
+
+    entry: Entry
+    turn: float
+    context: float | None
+    features: np.ndarray
+    signals: tuple[Reason, ...]
+    veto: Reason | None = None
+    veto_zone: Zone = Zone.MISS
+
+
+def _ngrams(text: str, n: int) -> set[str]:
+    text = "".join(ch for ch in text if ch.isalnum())
+    return {text[i:i + n] for i in range(max(len(text) - n + 1, 0))} if len(text) >= n else ({text} if text else set())
+
+
+def _jaccard(a: set, b: set) -> float:
+    return len(a & b) / len(a | b) if a | b else 1.0
+
+
+def _kind(key: str) -> str:
+    return key.split(":", 1)[0]
+
+
+def _quantity(key: str) -> str | None:
+    """The numeric value of a quantity entity ('money:cny:5000' -> '5000'), None for other kinds."""
+    kind = _kind(key)
+    if kind not in QUANTITY_KINDS:
+        return None
+    return key.split(":")[-1] if kind != "num" else key[4:]
+
+
+def gather(fp: Fingerprint, entry: Entry, turn: float) -> Evidence:
+    """Every rule's word on serving ``entry`` to ``fp``, whose turn cosine to it is ``turn``."""
+    probe, cached = fp.signature, entry.signature
+    eid = entry.cache_id
+    x = np.zeros(len(FEATURES), np.float32)
+    signals: list[Reason] = []
+    veto: Reason | None = None
+    veto_zone = Zone.MISS
+
+    def put(name: str, value: float) -> None:
+        x[_INDEX[name]] = value
+
+    def signal(code: str, detail: str, feature: str | None = None) -> None:
+        nonlocal veto
+        if feature:
+            put(feature, 1.0)
+        reason = Reason(code, detail, eid)
+        if code in HARD_VETOES and veto is None:
+            veto = reason
+        elif code not in HARD_VETOES:
+            signals.append(reason)
+
+    # -- similarities -----------------------------------------------------------------
+    global_free = entry.scope is Scope.GLOBAL and not cached.has_context
+    context = None if global_free else context_similarity(fp, entry)
+    put("turn_cosine", turn)
+    put("context_similarity", -1.0 if context is None else context)
+    put("same_history", float(entry.prefix_hash == probe.history_hash))
+    put("probe_has_context", float(probe.has_context))
+    put("cached_has_context", float(cached.has_context))
+    put("probe_history_turns", min(len(probe.history_turns), 8))
+    put("cached_history_turns", min(len(cached.history_turns), 8))
+    put("global_entry", float(entry.scope is Scope.GLOBAL))
+    put("topic_similarity", -1.0 if fp.topic_similarity is None else fp.topic_similarity)
+    if global_free and _UNRESOLVED_REFERENCE.search(probe.text):
+        signal("context_dependent", "a global entry cannot answer a turn that refers back")
+
+    # -- the texts --------------------------------------------------------------------
+    a, b = cached.text, probe.text
+    put("lang_zh", float(any("\u4e00" <= ch <= "\u9fff" for ch in b)))
+    put("log_len_probe", math.log1p(len(b)))
+    put("log_len_cached", math.log1p(len(a)))
+    put("len_ratio", min(len(a), len(b)) / max(len(a), len(b), 1))
+    for n in (1, 2, 3):
+        put(f"char{n}_jaccard", _jaccard(_ngrams(a, n), _ngrams(b, n)))
+    ta, tb = _tokens(a), _tokens(b)
+    put("token_jaccard", _jaccard(set(ta), set(tb)))
+    put("token_share", _common_share(ta, tb))
+    matcher = difflib.SequenceMatcher(None, ta, tb, autojunk=False)
+    ops = matcher.get_opcodes()
+    put("diff_replace", sum(op == "replace" for op, *_ in ops))
+    put("diff_insert", sum(op == "insert" for op, *_ in ops))
+    put("diff_delete", sum(op == "delete" for op, *_ in ops))
+    put("max_replaced", max([max(i2 - i1, j2 - j1) for op, i1, i2, j1, j2 in ops if op == "replace"], default=0))
+    matched = sum(block.size for block in matcher.get_matching_blocks())
+    put("unmatched_probe", (len(tb) - matched) / max(len(tb), 1))
+    put("unmatched_cached", (len(ta) - matched) / max(len(ta), 1))
+    replaced = [(ta[i1:i2], tb[j1:j2]) for op, i1, i2, j1, j2 in ops if op == "replace"]
+    if len(replaced) == 1:
+        put("slot_overlap", _jaccard(_ngrams("".join(replaced[0][0]), 1), _ngrams("".join(replaced[0][1]), 1)))
+    put("resolved_reference", float(fp.view.current != probe.text))
+    put("probe_reference", float(has_reference(fp.view.current)))
+
+    # -- entities -----------------------------------------------------------------------
+    mine, theirs = _align_numbers(set(probe.entities), set(cached.entities))
+    added = mine - theirs - cached.context_entities
+    dropped = theirs - mine - probe.context_entities
+    for kind in ENTITY_KINDS:
+        put(f"added_{kind}", sum(_kind(k) == kind for k in added))
+        put(f"dropped_{kind}", sum(_kind(k) == kind for k in dropped))
+        put(f"shared_{kind}", sum(_kind(k) == kind for k in mine & theirs))
+    new_values = {v for v in map(_quantity, added) if v is not None}
+    old_values = {v for v in map(_quantity, dropped) if v is not None}
+    modifies = bool(probe.flags & MODIFY) and not (cached.flags & MODIFY)
+    if new_values - old_values and old_values - new_values:
+        signal("quantity_change", f"{sorted(old_values - new_values)} -> {sorted(new_values - old_values)}")
+        if veto is not None and veto.code == "quantity_change":   # "预算提高到八千" changes a condition
+            veto_zone = Zone.HALF_HIT if modifies else Zone.MISS
+    if added and dropped:
+        signal("entity_change", f"{sorted(dropped)} -> {sorted(added)}")
+    elif added:
+        signal("added_constraint", f"new in this request: {sorted(added)}")
+    elif dropped:
+        signal("dropped_constraint", f"no longer asked: {sorted(dropped)}")
+    ctx_a, ctx_b = cached.context_entities, probe.context_entities
+    put("context_entities_jaccard", _jaccard(set(ctx_a), set(ctx_b)))
+    if context is not None and context < 1.0 and ctx_a != ctx_b:
+        signal("context_entities", f"the histories name different things: {sorted(ctx_a ^ ctx_b)[:4]}",
+               "context_entities_differ")
+    extra = _noun_swap(probe.nouns, cached.nouns)
+    nouns_a, nouns_b = set(cached.nouns), set(probe.nouns)
+    put("noun_extra_probe", len(nouns_b - nouns_a))
+    put("noun_extra_cached", len(nouns_a - nouns_b))
+    put("noun_shared", len(nouns_a & nouns_b))
+    if extra:
+        signal("noun_change", f"about {extra[1]}, not {extra[0]}")
+
+    # -- rule signals ---------------------------------------------------------------------
+    put("skeleton_equal", float(probe.skeleton == cached.skeleton))
+    if skeletons_conflict(probe.skeleton, cached.skeleton):
+        signal("task_skeleton", f"{probe.skeleton!r} is not {cached.skeleton!r}", "skeleton_conflict")
+    if probe.actions and cached.actions and probe.actions != cached.actions:
+        signal("task_action", f"asks to {list(probe.actions)}, not {list(cached.actions)}", "actions_differ")
+    put("actions_one_side", float(bool(probe.actions) != bool(cached.actions)))
+    put("negations_probe", min(probe.negations, 3))
+    put("negations_cached", min(cached.negations, 3))
+    if probe.negations % 2 != cached.negations % 2:
+        changed = {t for op, i1, i2, j1, j2 in ops if op != "equal" for t in (*ta[i1:i2], *tb[j1:j2])}
+        if _common_share(ta, tb) >= 0.5 and changed & _NEGATORS:
+            signal("intent_reversal", "one request negates what the other asks")
+        else:
+            signal("negation_parity", "one request holds a negation the other does not")
+    if any(p * q < 0 for p, q in zip(probe.sides, cached.sides)):
+        signal("opposite_actions", "the requests ask for opposite actions")
+    if _polarity_differs(b, a):
+        signal("negated", "one request says 不 / 没 where the other does not", "polarity_differs")
+    put("probe_addition", float(ChangeFlag.ADDITION in probe.flags))
+    put("probe_removal", float(ChangeFlag.REMOVAL in probe.flags))
+    put("probe_replacement", float(ChangeFlag.REPLACEMENT in probe.flags))
+    put("cached_modifies", float(bool(cached.flags & MODIFY)))
+    if modifies:
+        signals.append(Reason("change_detected", f"the turn modifies the request: "
+                                                 f"{sorted(f.value for f in probe.flags & MODIFY)}", eid))
+    terms = _defined_term(a), _defined_term(b)
+    if None not in terms and terms[0] != terms[1]:
+        signal("defined_term", f"the meaning of {terms[1]!r}, not of {terms[0]!r}", "defined_term_differs")
+    opposite = _opposite_swap(a, b)
+    if opposite:
+        signal("opposite_words", f"{opposite[0]!r} became {opposite[1]!r}", "opposite_words")
+    if _order_swapped(probe.entities, cached.entities) and _ORDER_MATTERS.search(b) and _ORDER_MATTERS.search(a):
+        signal("entity_order", "the same entities in another order (from/to, A vs B)", "entity_order")
+    roles = _roles_swapped(a, b, (*cached.nouns, *probe.nouns))
+    if roles:
+        signal("roles_swapped", f"{roles[0]!r} and {roles[1]!r} trade places", "roles_swapped")
+    swaps = [(p, q) for p, q in substituted_spans(a, b)
+             if not (probe.has_context and (has_reference(p) or has_reference(q)))
+             and not _anaphora(p, q, a, b) and not (_is_question_words(p) or _is_question_words(q))]
+    if swaps:
+        signal("related_but_different", f"one-slot edit {swaps[:3]}", "one_slot_edit")
+    if context is not None and context < 1.0:
+        edited = _edited_turn(probe.history_turns, cached.history_turns)
+        if edited is not None:
+            signal("context_changed", f"a prior turn was edited: {edited[:60]!r}", "edited_turn")
+    if context is None and not global_free:
+        signals.append(Reason("context_mismatch", "only one of the two requests has a history", eid))
+    put("unresolved_reference", float(bool(_UNRESOLVED_REFERENCE.search(b))))
+    put("domain_equal", float(probe.domain == cached.domain))
+    return Evidence(entry, turn, context, x, tuple(signals), veto, veto_zone if veto is not None else Zone.MISS)
+
+
+__all__ = ["ENTITY_KINDS", "Evidence", "FEATURES", "HARD_VETOES", "QUANTITY_KINDS", "gather"]
