@@ -10,7 +10,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv serve test browser redis-libs demo bench benchmark evaluate calibrate clean
+.PHONY: venv serve test browser redis-libs demo bench benchmark evaluate calibrate train clean
 
 venv: $(STAMP)
 
@@ -57,6 +57,12 @@ evaluate: benchmark
 
 calibrate: $(STAMP)
 	$(VENV)/bin/smartcache calibrate --out docs/calibration
+
+# The verifier: training cases from ../shared/data and the generator (fixed seed), then
+# harvest, source-held-out predictions, operating points and the shipped model (about 20 min on 2 cores).
+train: $(STAMP)
+	$(PY) scripts/build_training.py --out build/training --seed 0
+	$(VENV)/bin/smartcache train --data build/training --out src/smartcache/data/verifier.json --report docs/eval/training
 
 demo: $(STAMP)
 	$(VENV)/bin/smartcache explain examples/hotel-breakfast.json

@@ -1,0 +1,212 @@
+"""Build the verifier's training cases (CASES.md format), one file per source, from a fixed seed.
+
+    .venv/bin/python scripts/build_training.py --out build/training [--seed 0] [--scale 1.0]
+
+Sources (each file is one source; `smartcache train` holds whole source families out):
+
+    qqp, gptcache           English question pairs (QQP duplicates / GPTCache paraphrases)
+    lcqmc, bq, pawsx, atec  Chinese question pairs (validation splits; ATEC valid + test)
+    stsb                    STS-B in Chinese: score >= 4.4 same, <= 2.5 different, between dropped
+    <set>-ctx               pairs of a set placed after a history: the same history (label kept),
+                            small talk inserted (label kept), an earlier finished topic first
+                            (label kept)
+    crosswoz                CrossWOZ dialogues: a later turn against an earlier one of the same
+                            dialogue (different), a context-dependent turn after another
+                            dialogue's history (different), a turn asked again after small talk (same)
+    gen-<domain>            the benchmark generator's templates (seeds 100+, never 0 or 1)
+
+Reads only ../shared/data; skips what is absent, saying so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import random
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+from build_benchmark import Builder, load_crosswoz  # noqa: E402
+
+from smartcache.eval.calibrate import load_pair_set  # noqa: E402
+from smartcache.paths import shared_data  # noqa: E402
+
+SMALL_TALK = {"zh": [("谢谢", "不客气！"), ("好的", "好的，还有什么需要帮忙的吗？"), ("嗯嗯，明白了", "好的。")],
+              "en": [("thanks!", "You're welcome!"), ("ok got it", "Great, anything else?"), ("cool", "Glad to help.")]}
+# Context-dependent CrossWOZ turns: they point back ("那", "它", "这家") or leave the subject out.
+_POINTS_BACK = re.compile(r"那|这|它|他们|该|上述|刚才|前面|还有|呢[？?]?$")
+
+
+def user(text: str) -> dict:
+    return {"role": "user", "content": text}
+
+
+def assistant(text: str) -> dict:
+    return {"role": "assistant", "content": text}
+
+
+def flatten(history: list[tuple[str, str]]) -> list[dict]:
+    return [m for u, a in history for m in (user(u), assistant(a))]
+
+
+def pair_case(cid: str, source: str, lang: str, a: str, b: str, label: int, *, history_a=(), history_b=(),
+              category: str = "pair") -> dict:
+    return {"id": cid, "lang": lang, "domain": source, "category": category, "session": cid,
+            "cached": [{"messages": flatten(list(history_a)) + [user(a)], "answer": f"(answer to: {a})"}],
+            "probe": {"messages": flatten(list(history_b)) + [user(b)]}, "expect": "hit" if label else "miss"}
+
+
+def stsb_rows(data: Path) -> list[tuple[str, str, int]]:
+    rows = []
+    for split in ("train", "valid", "test"):
+        path = data / "zh-pairs" / f"stsb-zh.{split}.tsv"
+        if not path.exists():
+            continue
+        with path.open(encoding="utf-8") as f:
+            for r in csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE):
+                if len(r) >= 3:
+                    try:
+                        score = float(r[2])
+                    except ValueError:
+                        continue
+                    if score >= 4.4 or score <= 2.5:
+                        rows.append((r[0], r[1], int(score >= 4.4)))
+    return rows
+
+
+def atec_rows(data: Path) -> list[tuple[str, str, int]]:
+    rows = []
+    for split in ("valid", "test"):
+        path = data / "zh-pairs" / f"atec.{split}.tsv"
+        if path.exists():
+            with path.open(encoding="utf-8") as f:
+                rows += [(r[0], r[1], int(r[2])) for r in csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
+                         if len(r) >= 3 and r[2] in ("0", "1")]
+    return rows
+
+
+class Sources:
+    def __init__(self, data: Path, seed: int, scale: float) -> None:
+        self.data, self.rng, self.scale = data, random.Random(seed), scale
+        self.crosswoz = load_crosswoz()
+        self.en_exchanges: list[tuple[str, str]] = []
+
+    def n(self, count: int) -> int:
+        return max(1, int(count * self.scale))
+
+    def sample(self, rows: list, count: int) -> list:
+        rows = list(rows)
+        self.rng.shuffle(rows)
+        return rows[:self.n(count)]
+
+    def pairs(self) -> dict[str, list[tuple[str, str, int, str]]]:
+        """name -> rows (a, b, label, lang)."""
+        out: dict[str, list[tuple[str, str, int, str]]] = {}
+        plan = {"qqp": 3000, "gptcache-mock": 600, "lcqmc": 3000, "bq": 1500, "pawsx": 2000}
+        for name, count in plan.items():
+            try:
+                rows = load_pair_set(name, self.data)
+            except (OSError, KeyError) as exc:
+                print(f"note: {name} skipped ({exc})", file=sys.stderr)
+                continue
+            lang = "en" if name in ("qqp", "gptcache-mock") else "zh"
+            out["gptcache" if name == "gptcache-mock" else name] = [(a, b, l, lang) for a, b, l in self.sample(rows, count)]
+        for name, rows, count in (("atec", atec_rows(self.data), 2500), ("stsb", stsb_rows(self.data), 1500)):
+            if rows:
+                out[name] = [(a, b, l, "zh") for a, b, l in self.sample(rows, count)]
+            else:
+                print(f"note: {name} not found under {self.data}", file=sys.stderr)
+        # English histories: unrelated QQP questions, answered briefly.
+        self.en_exchanges = [(a, f"Here is a short answer about that: {b}") for a, b, _, _ in out.get("qqp", [])[-400:]]
+        return out
+
+    def history(self, lang: str, k: int) -> list[tuple[str, str]]:
+        if lang == "zh" and self.crosswoz:
+            return list(self.rng.choice(self.crosswoz)[:k])
+        return self.rng.sample(self.en_exchanges, k) if len(self.en_exchanges) >= k else []
+
+    def placed(self, name: str, rows: list[tuple[str, str, int, str]], count: int) -> list[dict]:
+        """A set's pairs after a history, in three forms that keep the pair's label."""
+        cases = []
+        for i, (a, b, label, lang) in enumerate(self.sample(rows, count)):
+            history = self.history(lang, self.rng.randint(1, 3))
+            form = self.rng.choice(("same_history", "small_talk", "earlier_topic"))
+            probe_history = list(history)
+            if form == "small_talk":
+                probe_history.insert(self.rng.randint(0, len(history)), self.rng.choice(SMALL_TALK[lang]))
+            elif form == "earlier_topic":
+                probe_history = self.history(lang, 1)[:1] + probe_history
+            cases.append(pair_case(f"{name}-ctx-{i:05d}", f"{name}-ctx", lang, a, b, label, history_a=history,
+                                   history_b=probe_history, category=form))
+        return cases
+
+    def dialogues(self, count: int) -> list[dict]:
+        """CrossWOZ: another question of the same dialogue, a context-dependent question after
+        another dialogue, the same question again after small talk."""
+        cases, woz = [], self.crosswoz
+        for i in range(self.n(count) if woz else 0):
+            d = self.rng.choice(woz)
+            form = self.rng.choice(("later_turn", "other_dialogue", "repeat"))
+            if form == "later_turn" and len(d) >= 3:
+                x, y = sorted(self.rng.sample(range(len(d)), 2))
+                cases.append(pair_case(f"crosswoz-{i:05d}", "crosswoz", "zh", d[x][0], d[y][0], 0,
+                                       history_a=d[:x], history_b=d[:y], category=form))
+            elif form == "other_dialogue":
+                turns = [j for j in range(1, len(d)) if _POINTS_BACK.search(d[j][0]) or len(d[j][0]) <= 12]
+                other = self.rng.choice(woz)
+                if turns and other is not d:
+                    j = self.rng.choice(turns)
+                    k = self.rng.randint(1, max(1, min(j, len(other) - 1)))
+                    cases.append(pair_case(f"crosswoz-{i:05d}", "crosswoz", "zh", d[j][0], d[j][0], 0,
+                                           history_a=d[:j], history_b=other[:k], category=form))
+            else:
+                j = self.rng.randrange(len(d))
+                cases.append(pair_case(f"crosswoz-{i:05d}", "crosswoz", "zh", d[j][0], d[j][0], 1,
+                                       history_a=d[:j], history_b=d[:j] + [self.rng.choice(SMALL_TALK["zh"])],
+                                       category=form))
+        return cases
+
+    def generator(self, per_cell: int) -> dict[str, list[dict]]:
+        out: dict[str, list[dict]] = {}
+        for case in Builder(100 + self.rng.randrange(1000), self.crosswoz).build(per_cell):
+            case["id"] = "gen-" + case["id"]
+            out.setdefault(f"gen-{case['domain']}", []).append(case)
+        return out
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", default=str(ROOT / "build" / "training"))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply every source's size (tests use 0.01)")
+    args = parser.parse_args(argv)
+    data = shared_data()
+    if data is None:
+        print("../shared/data not found: no training data", file=sys.stderr)
+        return 2
+    src = Sources(data, args.seed, args.scale)
+    files: dict[str, list[dict]] = {}
+    pairs = src.pairs()
+    for name, rows in pairs.items():
+        lang = rows[0][3] if rows else "zh"
+        files[name] = [pair_case(f"{name}-{i:05d}", name, r[3], r[0], r[1], r[2]) for i, r in enumerate(rows)]
+        if name in ("qqp", "lcqmc", "bq", "atec", "pawsx"):
+            files[f"{name}-ctx"] = src.placed(name, rows, 600 if lang == "zh" else 1000)
+    files["crosswoz"] = src.dialogues(1200)
+    files.update(src.generator(per_cell=max(1, int(4 * args.scale))))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, cases in sorted(files.items()):
+        with (out / f"{name}.jsonl").open("w", encoding="utf-8") as fh:
+            for case in cases:
+                fh.write(json.dumps(case, ensure_ascii=False) + "\n")
+        print(f"{name:16} {len(cases):6} cases", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
