@@ -101,10 +101,10 @@ def _kind(key: str) -> str:
 
 def _quantity(key: str) -> str | None:
     """The numeric value of a quantity entity ('money:cny:5000' -> '5000'), None for other kinds."""
-    kind = _kind(key)
+    kind, value = key.split(":", 1)
     if kind not in QUANTITY_KINDS:
         return None
-    return key.split(":")[-1] if kind != "num" else key[4:]
+    return value.split(":", 1)[1] if kind == "money" else value
 
 
 def gather(fp: Fingerprint, entry: Entry, turn: float) -> Evidence:

@@ -281,18 +281,21 @@ def _similarity_zone(fp, entry, turn, limits, switches, context, verdict) -> Jud
 
 
 _BARE = re.compile(r"num:(\d+(?:\.\d+)?)$")
-_WITH_UNIT = re.compile(r"num:(\d+(?:\.\d+)?)[^\d.]")
+# A quantity with a unit or a currency: "num:4day", "money:cny:5000".
+_WITH_UNIT = re.compile(r"(?:num:(\d+(?:\.\d+)?)[^\d.]|money:[a-z]+:(\d+(?:\.\d+)?)$)")
 
 
 def _align_numbers(mine: set[str], theirs: set[str]) -> tuple[set[str], set[str]]:
-    """A bare number on one side and the same number with a unit on the other are one
-    quantity typed two ways ("a 4-day trip" / "for 4 days", "3 of us" / "3 people")."""
+    """A bare number on one side and the same number with a unit or currency on the other
+    are one quantity typed two ways ("a 4-day trip" / "for 4 days", "预算5000以内" /
+    "预算不超过5000块")."""
+    value = lambda m: m.group(1) or m.group(2)
     def align(a: set[str], b: set[str]) -> set[str]:
         out = set(a)
         for key in a:
             bare = _BARE.match(key)
             if bare:
-                unit = next((k for k in b if _WITH_UNIT.match(k) and _WITH_UNIT.match(k).group(1) == bare.group(1)), None)
+                unit = next((k for k in b if _WITH_UNIT.match(k) and value(_WITH_UNIT.match(k)) == bare.group(1)), None)
                 if unit:
                     out.discard(key)
                     out.add(unit)

@@ -5,7 +5,7 @@ Extraction runs on case-preserving normalised text (so "八千" is already
 yield equal entities and a changed number or name shows up as a set difference.
 
     >>> [e.key for e in extract_entities("周末去杭州玩3天,预算5000元以内")]
-    ['name:杭州', 'num:3天', 'money:cny:5000']
+    ['name:杭州', 'num:3day', 'money:cny:5000']
     >>> [e.key for e in extract_entities("Enable feature A in config.yaml for v2.1")]
     ['name:a', 'code:config.yaml', 'version:2.1']
 """
@@ -38,8 +38,21 @@ _UNITS = (
     "gb|mb|kb|tb|ms|km|kg|cm|mm|m|g|s|h|"
     "days?|nights?|people|persons?|guests?|adults?|kids?|children|hours?|minutes?|mins?|seconds?|weeks?|"
     "months?|years?|items?|rooms?|stars?|pages?|words?|lines?|steps?|times|tickets?|cores?|gpus?|"
-    "percent|miles?|meters?|replicas?|nodes?|points?|paragraphs?|sentences?|bullets?|examples?|ways?|tips?|options?"
+    "percent|miles?|meters?|replicas?|nodes?|points?|paragraphs?|sentences?|bullets?|examples?|ways?|tips?|options?|"
+    "hrs?|钟头"
 )
+# One canonical spelling per unit, so "2 hours" / "2 hrs" / "2h" and "3天" / "3日" compare equal.
+_UNIT_CANON = {u: canon for canon, units in {
+    "h": "小时 钟头 h hr hrs hour hours", "min": "分钟 min mins minute minutes", "s": "秒 s second seconds",
+    "day": "天 day days", "night": "晚 夜 night nights", "week": "周 星期 week weeks", "month": "月 month months",
+    "year": "年 year years", "people": "人 位 people person persons guest guests", "km": "公里 km",
+    "kg": "公斤 千克 kg", "%": "% percent",
+}.items() for u in units.split()}
+# English number words before a unit ("three people", "two hours"); alone they are too often
+# pronouns or idioms ("this one", "one of them") to read as numbers.
+_EN_NUMBERS = {w: i for i, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve "
+                                           "thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty".split())}
+_EN_NUMBERS.update({"thirty": 30, "forty": 40, "fifty": 50, "a couple of": 2, "a dozen": 12})
 _GENERIC_CLASSIFIERS = {"个", "种", "件", "条", "份", "次", "位", "本", "篇", "封", "段", "句", "道", "项", "家", "间", "张", "部", "首", "台", "辆", "套"}
 _MONEY = [
     (re.compile(r"\$\s?(\d+(?:\.\d+)?)"), "usd"),
@@ -51,8 +64,7 @@ _MONEY = [
     (re.compile(r"(\d+(?:\.\d+)?)\s*(?:日元|jpy|yen)\b", re.I), "jpy"),
 ]
 _MONTHS = "jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec"
-_MONTH_NUM = {m: i for i, m in enumerate(_MONTHS.split("|"), 1)}
-_MONTH_NUM["sept"] = 9
+_MONTH_NUM = {m: i for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split(), 1)}
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _DATES = [
     (re.compile(r"(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})"), lambda m: f"{int(m[1])}-{int(m[2]):02d}-{int(m[3]):02d}"),
@@ -62,6 +74,17 @@ _DATES = [
     (re.compile(r"周(\d)"), lambda m: f"weekday{m[1]}"),
     (re.compile(rf"\b({'|'.join(_WEEKDAYS)})\b", re.I), lambda m: f"weekday{_WEEKDAYS.index(m[1].lower()) + 1}"),
 ]
+# Times of day: "7pm", "19:30", "晚上7点半" -> "time:19:30".
+_TIME_EN = re.compile(r"\b(\d{1,2})(?::(\d{2}))?\s*(am|pm|a\.m\.|p\.m\.)(?![a-z])|\b(\d{1,2}):(\d{2})\b", re.I)
+_TIME_ZH = re.compile(r"(上午|早上|中午|下午|晚上|傍晚)?(\d{1,2})[点时](?:(半)|(\d{1,2})分?)?")
+
+
+def _time_key(hour: int, minute: int, afternoon: bool) -> str:
+    if afternoon and hour < 12:
+        hour += 12
+    return f"{hour % 24:02d}:{minute:02d}"
+
+
 # re.ASCII throughout: with Unicode \\w a CJK character counts as a word character,
 # so "版本3.11" or "订单48213" would have no word boundary before the number.
 _VERSION = re.compile(r"(?<![\w.])v?(\d+\.\d+(?:\.\d+)*)(?![\w.]*\d)", re.ASCII)
@@ -95,7 +118,9 @@ _LATIN_IN_ZH = re.compile(rf"(?:(?<=[{_CJK}])|(?<=[\s,.!?:;(])|^)([A-Za-z][A-Za-
 _CAPITALISED = re.compile(r"(?<=[a-z0-9,;)] )([A-Z][a-zA-Z0-9]+(?:\s[A-Z][a-zA-Z0-9]+)*)")
 _SINGLE_CAP = re.compile(r"(?<![\w'])([A-Z])(?![\w'])")
 _QUOTED = re.compile(r'"([^"\n]{1,30})"')
-_NUM_UNIT = re.compile(rf"(?<![\w.])(\d+(?:\.\d+)?)(?:\s*-\s*|\s*)({_UNITS})(?!(?<=[a-z])[a-z])", re.I | re.ASCII)
+_NUM_UNIT = re.compile(rf"(?<![\w.])(\d+(?:\.\d+)?)(?:\s*-\s*|\s*)(?:个(?=小时|月|星期|钟头|人))?({_UNITS})(?!(?<=[a-z])[a-z])",
+                       re.I | re.ASCII)
+_WORD_UNIT = re.compile(rf"\b({'|'.join(sorted(_EN_NUMBERS, key=len, reverse=True))})[- ]({_UNITS})\b", re.I)
 _PARTY = re.compile(r"(?<![\w.])(\d+) of us\b", re.I)        # "3 of us" = 3 people
 _ACRONYM = re.compile(r"\b([A-Z][A-Z0-9]{1,9}|[A-Z][a-z]+[A-Z][A-Za-z0-9]*)\b")   # UPS, HTTPS, FedEx, GitHub: names anywhere
 _BARE_NUM = re.compile(r"(?<![\w.$])(\d+(?:\.\d+)?)(?![\w.]|\.\d)", re.ASCII)
@@ -111,6 +136,14 @@ _DOC_NOT = frozenset("a an the my your our this that write draft compose some ab
 # Programming terms Chinese users write in English: words with a Chinese equivalent, not names.
 _TERMS = frozenset("commit list tuple dict dictionary branch merge repo repository bug".split())
 _EN_STOP_CAPS = {"I", "I'm", "I'd", "I've", "I'll", "OK", "Please", "Thanks", "Hi", "Hello"}
+
+
+def _canonical_unit(unit: str) -> str:
+    """'hours' -> 'h', '天' -> 'day'; units without a synonym keep their singular spelling."""
+    unit = unit.lower()
+    if unit in _UNIT_CANON:
+        return _UNIT_CANON[unit]
+    return unit.rstrip("s") if len(unit) > 3 and unit.endswith("s") else unit
 
 
 def _zh_names(text: str) -> list[tuple[int, int]]:
@@ -157,6 +190,14 @@ def extract_entities(text: str) -> list[Entity]:
     for pattern, fmt in _DATES:
         for m in pattern.finditer(text):
             take(m.start(), m.end(), Entity("date", fmt(m)))
+    for m in _TIME_EN.finditer(text):
+        if m[4]:
+            take(m.start(), m.end(), Entity("time", _time_key(int(m[4]), int(m[5]), False)))
+        else:
+            take(m.start(), m.end(), Entity("time", _time_key(int(m[1]), int(m[2] or 0), m[3].lower().startswith("p"))))
+    for m in _TIME_ZH.finditer(text):
+        minute = 30 if m[3] else int(m[4] or 0)
+        take(m.start(), m.end(), Entity("time", _time_key(int(m[2]), minute, m[1] in ("下午", "晚上", "傍晚"))))
     for pattern in _CODE:
         for m in pattern.finditer(text):
             value = m[1]
@@ -172,8 +213,11 @@ def extract_entities(text: str) -> list[Entity]:
         if value == 1 and unit in _GENERIC_CLASSIFIERS:
             taken.append((m.start(), m.end()))
             continue
-        unit = unit.rstrip("s") if len(unit) > 3 and unit.endswith("s") else unit
-        take(m.start(), m.end(), Entity("num", f"{value:g}{unit}"))
+        take(m.start(), m.end(), Entity("num", f"{value:g}{_canonical_unit(unit)}"))
+    for m in _WORD_UNIT.finditer(text):
+        value, unit = _EN_NUMBERS[m[1].lower()], m[2].lower()
+        if value != 1 or unit not in _GENERIC_CLASSIFIERS:
+            take(m.start(), m.end(), Entity("num", f"{value:g}{_canonical_unit(unit)}"))
     for m in _BARE_NUM.finditer(text):
         take(m.start(), m.end(), Entity("num", f"{float(m[1]):g}"))
     for m in _STYLE.finditer(text):
