@@ -28,13 +28,26 @@ _KINDS = {
     "hotel": ("hotel", "inn", "resort"), "restaurant": ("restaurant", "bistro", "cafe"),
     "": (),
 }
-_ZH_REF = re.compile(r"(?:那|这|该)(?:家|个|座|间|款|所|种)?(酒店|宾馆|饭店|餐厅|餐馆|景点|景区|公园|博物馆|方案|功能|版本|套餐|报错|错误|店)"
+# Kinds of thing a demonstrative can point at whatever the name looks like ("那本书" after
+# 《人类简史》, "这款手机" after 小米14): any one name of the latest naming turn.
+_ANY_NAME_NOUNS = ("书", "小说", "电影", "片子", "剧", "电视剧", "动画", "歌", "游戏", "产品", "手机", "电脑", "软件",
+                   "应用", "工具", "库", "框架", "插件", "车", "菜", "课程", "作品", "城市", "地方", "公司", "品牌")
+_KINDS.update({noun: () for noun in _ANY_NAME_NOUNS})
+_ZH_REF = re.compile(r"(?:那|这|该)(?:家|个|座|间|款|所|种|本|部|首|台|辆|道|门|篇)?"
+                     r"(酒店|宾馆|饭店|餐厅|餐馆|景点|景区|公园|博物馆|方案|功能|版本|套餐|报错|错误|店|"
+                     + "|".join(sorted(_ANY_NAME_NOUNS, key=len, reverse=True)) + ")"
                      r"|(?:那|这)家(?![\u4e00-\u9fff]{0,1}(?:酒店|宾馆|饭店|餐厅|餐馆|店))|它")
 _EN_REF = re.compile(r"\b(?:that|this|the same) (hotel|restaurant|error|exception)\b|\b(?:that|this) one\b"
                      r"|(?:(?<=\bsolve )|(?<=\bfix ))(it)\b")
 # English pronoun-like references ("for it", "that place", "there") resolve only to a
 # proper-noun phrase that is the one and only one of the latest turn that has any.
-_EN_PRONOUN = re.compile(r"\b(?:that|this) (?:place|sight|attraction|museum|one)\b|(?:(?<=\bfor )|(?<=\bto )|(?<=\bat ))it\b|\bthere\b")
+# "it" as an object ("who wrote it?", "can I read PDFs on it") or before a clause break points
+# back; "it" as a subject is too often a dummy ("how long does it take", "is it safe") to rewrite.
+_EN_PRONOUN = re.compile(r"\b(?:that|this) (?:place|sight|attraction|museum|one|book|movie|film|game|show|song|"
+                         r"product|phone|laptop|app|tool|library|car|dish|recipe|course|city|company)\b"
+                         r"|(?:(?<=\bfor )|(?<=\bto )|(?<=\bat )|(?<=\bon )|(?<=\bin )|(?<=\bwith )|(?<=\babout )"
+                         r"|(?<=\bof )|(?<=\bfrom ))it\b|\bit(?=\s*[?.!,]|\s*$)|\bthere\b", re.I)
+_EN_POSSESSIVE = re.compile(r"\b(?:its|his|her|their)\b(?=\s+\w)", re.I)
 _PROPER = re.compile(r"(?<![.!?]\s)(?<!^)\b((?:the )?[A-Z][\w'-]+(?:(?: of| de| the)? [A-Z][\w'-]+)*)")
 _NOT_PROPER = {"I", "I'd", "I'm", "I'll", "I've", "Day", "Yes", "No", "Sure", "Great", "Thanks", "OK", "Don't"}
 
@@ -73,11 +86,23 @@ def resolve_references(text: str, context: Sequence[str]) -> str:
 
     text = _resolve_text_reference(text, context)
     text = _EN_REF.sub(en, _ZH_REF.sub(zh, text))
-    if _EN_PRONOUN.search(text):
+    if _EN_PRONOUN.search(text) or _EN_POSSESSIVE.search(text):
         target = _proper_antecedent(context)
         if target:
             text = _EN_PRONOUN.sub(target, text)
-    return text
+            text = _EN_POSSESSIVE.sub(f"{target}'s", text)
+    return _resolve_bare_why(text, context)
+
+
+# A bare "why?" asks about the claim just made: "为什么" after "鲸鱼不是鱼" asks why whales are not fish.
+_BARE_WHY = re.compile(r"^\s*(?:为什么|为啥|为何|怎么会|咋回事|why|why is that|why not|how come|really why)\s*[?？!！.。]*\s*$", re.I)
+
+
+def _resolve_bare_why(text: str, context: Sequence[str]) -> str:
+    if not context or not _BARE_WHY.match(text):
+        return text
+    claim = context[-1].split(" … ")[-1].strip(" 。.!！?？")
+    return f"{text.strip(' ?？!！.。')} {claim}" if claim else text
 
 
 # A reference to a text pasted earlier ("把上面这段话润色一下", "polish the paragraph above",
@@ -105,10 +130,20 @@ def _resolve_text_reference(text: str, context: Sequence[str]) -> str:
 
 
 def _proper_antecedent(context: Sequence[str]) -> str | None:
-    for turn in list(context)[-2:][::-1]:      # only the last exchange: "it" does not reach further back
-        phrases = [p for p in _PROPER.findall(turn) if p.split()[-1] not in _NOT_PROPER and p not in _NOT_PROPER]
-        if phrases:
-            # "the Tower of London … London": a phrase inside another is the same thing.
-            distinct = {p for p in phrases if not any(p != q and p.removeprefix("the ") in q for q in phrases)}
-            return phrases[0] if len(distinct) == 1 else None
+    """The one proper-noun phrase of the latest turn that names any; when that turn names
+    several ("Elon Musk is the CEO of Tesla"), the one of the user's question before it.
+    A question that names two ("Compare Lisbon and Porto") leaves "there" unresolved,
+    whatever the answer's first word hides (sentence-initial names are not counted)."""
+    found = [_distinct_proper(turn) for turn in list(context)[-2:]]   # only the last exchange
+    if len(found) == 2 and len(found[0]) > 1:
+        return None
+    for phrases in found[::-1]:
+        if len(phrases) == 1:
+            return next(iter(phrases))
     return None
+
+
+def _distinct_proper(turn: str) -> list[str]:
+    phrases = [p for p in _PROPER.findall(turn) if p.split()[-1] not in _NOT_PROPER and p not in _NOT_PROPER]
+    # "the Tower of London … London": a phrase inside another is the same thing.
+    return list(dict.fromkeys(p for p in phrases if not any(p != q and p.removeprefix("the ") in q for q in phrases)))
