@@ -26,7 +26,9 @@ from typing import Any, Callable, Mapping
 from smartcache.config import CacheConfig, load_config
 from smartcache.context import build_view, parse_messages
 from smartcache.decide import Decider, Decision, Reason, Zone, key_facts
+from smartcache.decide.evidence import FEATURES
 from smartcache.decide.match import Switches
+from smartcache.decide.verifier import TreeVerifier
 from smartcache.errors import InvalidRequest, StoreError
 from smartcache.fingerprint import ChangeFlag, Encoder, Fingerprint, Fingerprinter, MemoEncoder, shared_encoder
 from smartcache.lifecycle import FeedbackResult, Lifecycle
@@ -94,11 +96,15 @@ class SmartCache:
         self.clock = clock
         self.lifecycle = Lifecycle(self.backend, self.config.lifecycle, clock)
         self.fingerprinter = Fingerprinter(self.encoder, topic_threshold=self.config.topic_threshold)
+        verifier = None
+        if self.config.use_verifier:
+            verifier = TreeVerifier.load(self.config.verifier_path or None, features=FEATURES)
         self.decider = Decider(self.config.table_for(base.name), disabled_domains=self.config.disabled_domains,
                                validate=self.config.use_validation,
                                switches=Switches(tags=self.config.use_tags,
                                                  change_detection=self.config.use_change_detection,
-                                                 context_view=self.config.use_context_view))
+                                                 context_view=self.config.use_context_view),
+                               verifier=verifier)
         self._counts: Counter[str] = Counter()
         self._lock = threading.Lock()
 

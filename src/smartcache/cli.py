@@ -91,8 +91,19 @@ def _eval(args: argparse.Namespace) -> int:
     for ablation in ablations:
         variant = load_config(args.config, **{ABLATIONS[ablation]: False})
         systems.append(ev.SmartCacheSystem(lambda v=variant: SmartCache(v, encoder=encoder), f"smartcache-no_{ablation}"))
+    wrong: list[dict[str, Any]] = []
+
+    def keep_failures(name: str, outcomes) -> None:
+        if name == "smartcache" or (not wrong and name.startswith("smartcache")):
+            wrong[:] = ev.failures(cases, outcomes)
+
     report = ev.evaluate(systems, cases, shared_cache=args.shared_cache,
-                         progress_factory=_progress_bar)
+                         progress_factory=_progress_bar, on_outcomes=keep_failures if args.failures else None)
+    if args.failures:
+        with open(args.failures, "w", encoding="utf-8") as fh:
+            for row in wrong:
+                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+        print(f"wrote {len(wrong)} failures to {args.failures}", file=sys.stderr)
     report.update({"encoder": encoder.name, "cases": args.cases, "seconds": round(time.perf_counter() - started, 2)})
     print(ev.format_table(report, "by_category"))
     print()
@@ -107,7 +118,7 @@ def _eval(args: argparse.Namespace) -> int:
 
 # eval --ablate NAME turns one rule family off: the config switch it flips.
 ABLATIONS = {"tags": "use_tags", "change_detection": "use_change_detection", "validation": "use_validation",
-             "context_view": "use_context_view"}
+             "context_view": "use_context_view", "verifier": "use_verifier"}
 
 
 DATA_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data"
@@ -250,6 +261,28 @@ def _calibrate_cases(args: argparse.Namespace) -> int:
     return 0
 
 
+def _train(args: argparse.Namespace) -> int:
+    from smartcache.eval.train_run import train
+
+    data = Path(args.data)
+    if not any(data.glob("*.jsonl")):
+        print(f"smartcache: error: no *.jsonl training cases in {data} (run scripts/build_training.py)",
+              file=sys.stderr)
+        return 2
+    config = load_config(args.config, use_verifier=False, store={"backend": "memory"})
+    try:
+        report = train(data, Path(args.out), Path(args.report), make_cache=lambda: SmartCache(config),
+                       seed=args.seed, budget=args.budget, reuse_harvest=args.reuse_harvest,
+                       command="smartcache " + " ".join(sys.argv[1:]), workers=args.workers,
+                       say=lambda m: print(m, file=sys.stderr))
+    except (OSError, ValueError, SmartCacheError) as exc:
+        print(f"smartcache: error: {exc}", file=sys.stderr)
+        return 2
+    print((Path(args.report) / "training.md").read_text(encoding="utf-8"))
+    print(f"wrote {args.out} ({report['trees']} trees) and {args.report}/training.md", file=sys.stderr)
+    return 0
+
+
 def _progress_bar(label: str, total: int):
     """A tqdm bar on stderr when tqdm is installed (it comes with transformers), else nothing."""
     try:
@@ -334,6 +367,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ev.add_argument("--config", help="a TOML config file merged over the defaults")
     ev.add_argument("--ablate", metavar="LIST",
                     help="also run SmartCache with each of these off: tags,change_detection,validation,context_view")
+    ev.add_argument("--failures", metavar="FILE.jsonl", help="write every wrong outcome of smartcache with its reasons")
     ev.add_argument("--report", metavar="FILE.md", help="write a markdown report (tables and a PNG plot beside it)")
     cal = sub.add_parser("calibrate", help="thresholds from labelled pairs: p95 of negatives and a target false-hit rate")
     cal.add_argument("--pairs", default="qqp,lcqmc,bq,pawsx", help="public pair sets under ../shared/data")
@@ -360,6 +394,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                       help="the store to warm, as serve reads it (default: serve's SQLite file)")
     warm.add_argument("--store-path", help="the SQLite file (default: as serve)")
     warm.add_argument("--redis-url", help="redis://HOST:PORT/DB (with --store redis)")
+    tr = sub.add_parser("train", help="train the verifier on cases, hold source families out, calibrate")
+    tr.add_argument("--data", default="build/training", help="a folder of *.jsonl cases, one source a file")
+    tr.add_argument("--out", default="src/smartcache/data/verifier.json", help="where the model is written")
+    tr.add_argument("--report", default="docs/eval/training", help="folder for training.md / .json")
+    tr.add_argument("--seed", type=int, default=0)
+    tr.add_argument("--budget", type=float, default=0.005, help="false-hit rate the 95 %% upper bound must meet")
+    tr.add_argument("--workers", type=int, default=2, help="harvest processes (one per core)")
+    tr.add_argument("--reuse-harvest", action="store_true", help="reuse the report folder's harvest.npz")
+    tr.add_argument("--config", help="a TOML config file merged over the defaults")
     serve = sub.add_parser("serve", help="run the OpenAI-compatible caching gateway")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8080)
@@ -399,6 +442,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _replay(args)
     if args.command == "warmup":
         return _warmup(args)
+    if args.command == "train":
+        return _train(args)
     try:
         text = sys.stdin.read() if args.case == "-" else Path(args.case).read_text(encoding="utf-8")
         case = json.loads(text)

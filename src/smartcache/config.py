@@ -69,6 +69,8 @@ class CacheConfig:
     use_tags: bool = True         # tag rules: skeleton, actions, entities, nouns (off only for ablation)
     use_change_detection: bool = True   # negation, change flags, corrections, resets, topic switch
     use_context_view: bool = True       # score the history apart from the turn
+    use_verifier: bool = True     # the learned verifier weighs the rules (off: every rule is a veto)
+    verifier_path: str = ""       # a model file from `smartcache train`; "" = the packaged data/verifier.json
 
     def table_for(self, encoder: str) -> ThresholdTable:
         try:
@@ -91,7 +93,8 @@ def _defaults() -> dict[str, Any]:
 
 def _build(data: Mapping[str, Any]) -> CacheConfig:
     known = {"encoder", "top_k", "topic_threshold", "memo_size", "disabled_domains", "context", "lifecycle", "store",
-             "thresholds", "use_validation", "use_tags", "use_change_detection", "use_context_view"}
+             "thresholds", "use_validation", "use_tags", "use_change_detection", "use_context_view",
+             "use_verifier", "verifier_path"}
     unknown = set(data) - known
     if unknown:
         raise ConfigError(f"unknown config keys: {sorted(unknown)}")
@@ -112,6 +115,8 @@ def _build(data: Mapping[str, Any]) -> CacheConfig:
             use_tags=bool(data.get("use_tags", True)),
             use_change_detection=bool(data.get("use_change_detection", True)),
             use_context_view=bool(data.get("use_context_view", True)),
+            use_verifier=bool(data.get("use_verifier", True)),
+            verifier_path=str(data.get("verifier_path", "")),
         )
     except TypeError as exc:   # an unknown field inside a section
         raise ConfigError(f"invalid config: {exc}") from exc

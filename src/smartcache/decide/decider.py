@@ -11,9 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+import numpy as np
+
 from smartcache.decide.decision import Decision, Reason, Scores, Zone
+from smartcache.decide.evidence import Evidence, gather
 from smartcache.decide.match import ALL_RULES, MODIFY, Switches, judge
-from smartcache.decide.thresholds import ThresholdTable
+from smartcache.decide.thresholds import Thresholds, ThresholdTable
+from smartcache.decide.verifier import MODIFY as P_MODIFY, SAME as P_SAME, TreeVerifier
 from smartcache.decide.validate import check_answer, constraints_of
 from smartcache.fingerprint import HIGH_RISK_DOMAINS, ChangeFlag, Fingerprint
 from smartcache.store import Entry, EntryState, Scope, ScoredEntry
@@ -33,14 +37,20 @@ def tier_of(domain: str) -> str:
 
 
 class Decider:
-    """Turns a fingerprint and its candidates into a Decision. Stateless; the cache applies effects."""
+    """Turns a fingerprint and its candidates into a Decision. Stateless; the cache applies effects.
+
+    With a ``verifier`` (the default in service) the rules are evidence and the
+    learned verifier decides; without one, every rule is a veto and the turn
+    cosine decides (the rules-only baseline, kept for comparison)."""
 
     def __init__(self, table: ThresholdTable, *, disabled_domains: Iterable[str] = HIGH_RISK_DOMAINS,
-                 validate: bool = True, switches: Switches = ALL_RULES) -> None:
+                 validate: bool = True, switches: Switches = ALL_RULES,
+                 verifier: TreeVerifier | None = None) -> None:
         self.table = table
         self.disabled_domains = frozenset(disabled_domains)
         self.validate = validate
         self.switches = switches
+        self.verifier = verifier
 
     def gate(self, fp: Fingerprint) -> Gate | None:
         """Settle requests that must not be served from cache whatever the candidates."""
@@ -71,6 +81,8 @@ class Decider:
             reasons.append(Reason("topic_switch", "the turn leaves the conversation's topic"))
             continued = ()
         limits = self.table.for_domain(fp.signature.domain, tier_of(fp.signature.domain))
+        if self.verifier is not None:
+            return self._verified(fp, candidates, continued, limits, reasons)
         judged = [(c.entry, judge(fp, c.entry, c.similarity, limits, self.switches)) for c in candidates]
         rank = {Zone.HIT: 2, Zone.HALF_HIT: 1, Zone.MISS: 0}
         judged.sort(key=lambda item: (rank[item[1].zone], item[1].turn), reverse=True)
@@ -102,6 +114,70 @@ class Decider:
             entry, verdict = judged[0]
             return Decision(Zone.MISS, tuple(reasons) + verdict.reasons, None,
                             Scores(verdict.turn, verdict.context), candidates=len(candidates))
+        return Decision(Zone.MISS, tuple(reasons) + (Reason("no_candidate", "nothing cached in this scope"),),
+                        candidates=0)
+
+    def evidence(self, fp: Fingerprint, candidates: Sequence[ScoredEntry], limits: Thresholds
+                 ) -> tuple[list[Evidence], list[ScoredEntry]]:
+        """Evidence on the candidates at or above the similarity floor, and those below it."""
+        above = [c for c in candidates if c.similarity >= limits.half_hit]
+        below = [c for c in candidates if c.similarity < limits.half_hit]
+        return [gather(fp, c.entry, c.similarity) for c in above], below
+
+    def _verified(self, fp: Fingerprint, candidates: Sequence[ScoredEntry], continued: Sequence[Entry],
+                  limits: Thresholds, reasons: list[Reason]) -> Decision:
+        assert self.verifier is not None
+        found, below = self.evidence(fp, candidates, limits)
+        open_ = [e for e in found if e.veto is None]
+        probs = self.verifier.predict(np.stack([e.features for e in open_])) if open_ else np.zeros((0, 3))
+        ranked = sorted(range(len(open_)), key=lambda i: probs[i, P_SAME], reverse=True)
+        n = len(candidates)
+
+        def scores(e: Evidence) -> Scores:
+            return Scores(e.turn, e.context)
+
+        tier = tier_of(fp.signature.domain)
+        needed = limits.same if limits.same is not None else self.verifier.operating_point(tier)
+        for i in ranked[:1]:
+            e, p = open_[i], float(probs[i, P_SAME])
+            if p < needed:
+                break
+            why = (Reason("semantic_match", f"verifier p(same) {p:.3f} >= {needed:.3f}; turn cosine "
+                                            f"{e.turn:.3f}", e.entry.cache_id),) + e.signals
+            problems = self._validate(fp, e.entry)
+            if not problems:
+                return Decision(Zone.HIT, tuple(reasons) + why, e.entry, scores(e),
+                                verify=e.entry.state is EntryState.SUSPECT, candidates=n)
+            # The answer's facts contradict this request: the history still holds, the answer does not.
+            return Decision(Zone.HALF_HIT, tuple(reasons) + why + tuple(
+                Reason("validation_failed", p, e.entry.cache_id) for p in problems), e.entry, scores(e), candidates=n)
+
+        modifying = [e for e in found if e.veto is not None and e.veto_zone is Zone.HALF_HIT]
+        modifying += [open_[i] for i in ranked if probs[i].argmax() == P_MODIFY]
+        if modifying:
+            e = modifying[0]
+            why = e.veto if e.veto is not None else Reason(
+                "constraint_change", f"verifier p(modify) {float(probs[open_.index(e), P_MODIFY]):.3f}",
+                e.entry.cache_id)
+            return Decision(Zone.HALF_HIT, tuple(reasons) + (why,) + e.signals, e.entry, scores(e), candidates=n)
+        follow_up = self._continuation(fp, continued) if self.switches.change_detection else None
+        if follow_up is not None:
+            entry, reason = follow_up
+            return Decision(Zone.HALF_HIT, tuple(reasons) + (reason,), entry, Scores(None, 1.0), candidates=n)
+        if ranked:
+            e, p = open_[ranked[0]], float(probs[ranked[0], P_SAME])
+            return Decision(Zone.MISS, tuple(reasons) + (Reason(
+                "similar_not_same", f"verifier p(same) {p:.3f} < {needed:.3f}; turn cosine {e.turn:.3f}",
+                e.entry.cache_id),) + e.signals, None, scores(e), candidates=n)
+        vetoed = [e for e in found if e.veto is not None]
+        if vetoed:
+            e = vetoed[0]
+            return Decision(Zone.MISS, tuple(reasons) + (e.veto,) + e.signals, None, scores(e), candidates=n)
+        if below:
+            c = below[0]
+            return Decision(Zone.MISS, tuple(reasons) + (Reason(
+                "low_similarity", f"turn cosine {c.similarity:.3f} < {limits.half_hit}", c.entry.cache_id),),
+                None, Scores(c.similarity, None), candidates=n)
         return Decision(Zone.MISS, tuple(reasons) + (Reason("no_candidate", "nothing cached in this scope"),),
                         candidates=0)
 

@@ -16,23 +16,29 @@ from smartcache.errors import ConfigError
 
 @dataclass(frozen=True)
 class Thresholds:
-    """hit ≥ ``hit`` > half-hit ≥ ``half_hit`` > miss, on the current-turn cosine;
-    ``context`` is the context cosine needed when two histories are not byte-identical."""
+    """``same``: the verifier's P(same) needed to serve (calibrated to a false-hit budget);
+    ``half_hit``: the turn-cosine floor below which a candidate is not even weighed.
+    Without a verifier (the rules-only baseline): hit ≥ ``hit`` > half-hit ≥ ``half_hit``
+    > miss on the turn cosine, and ``context`` is the context cosine needed when two
+    histories are not byte-identical."""
 
     hit: float
     half_hit: float
     context: float
+    same: float | None = None     # None: the operating point calibrated into the verifier model
 
     def __post_init__(self) -> None:
-        for name in ("hit", "half_hit", "context"):
+        for name in ("hit", "half_hit", "context", "same"):
             value = getattr(self, name)
+            if name == "same" and value is None:
+                continue
             if not isinstance(value, (int, float)) or not -1.0 <= value <= 1.0:
                 raise ConfigError(f"threshold {name} must be a number in [-1, 1], got {value!r}")
         if self.half_hit > self.hit:
             raise ConfigError(f"half_hit ({self.half_hit}) must not exceed hit ({self.hit})")
 
     def merged(self, changes: Mapping[str, float]) -> "Thresholds":
-        unknown = set(changes) - {"hit", "half_hit", "context"}
+        unknown = set(changes) - {"hit", "half_hit", "context", "same"}
         if unknown:
             raise ConfigError(f"unknown threshold fields {sorted(unknown)}")
         return Thresholds(**{**self.__dict__, **changes})

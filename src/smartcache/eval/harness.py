@@ -8,7 +8,7 @@ into one cache, then every probe is looked up, so other cases' entries compete.
 from __future__ import annotations
 
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
@@ -72,13 +72,35 @@ def score(cases: Sequence[Case], outcomes: Sequence[Outcome]) -> dict[str, Any]:
     overall = Tally()
     by_category: dict[str, Tally] = defaultdict(Tally)
     by_lang: dict[str, Tally] = defaultdict(Tally)
+    by_rule: dict[str, Counter[str]] = defaultdict(Counter)
     for case, outcome in zip(cases, outcomes):
         overall.add(case, outcome)
         by_category[case.category or "-"].add(case, outcome)
         by_lang[case.lang or "-"].add(case, outcome)
-    return {"overall": overall.to_json(),
-            "by_category": {k: v.to_json() for k, v in sorted(by_category.items())},
-            "by_lang": {k: v.to_json() for k, v in sorted(by_lang.items())}}
+        if outcome.decided_by:
+            by_rule[case.category or "-"][outcome.decided_by] += 1
+    result = {"overall": overall.to_json(),
+              "by_category": {k: v.to_json() for k, v in sorted(by_category.items())},
+              "by_lang": {k: v.to_json() for k, v in sorted(by_lang.items())}}
+    if by_rule:
+        result["by_rule"] = {k: dict(v.most_common()) for k, v in sorted(by_rule.items())}
+    return result
+
+
+def failures(cases: Sequence[Case], outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
+    """Every case whose outcome is not its expected zone (a hit of the wrong entry included),
+    with the scores and reasons that produced it: ``eval --failures FILE.jsonl``."""
+    out = []
+    for case, outcome in zip(cases, outcomes):
+        correct_hit = outcome.zone == "hit" and outcome.answer == case.expected_answer
+        if outcome.zone == case.expect and (case.expect != "hit" or correct_hit):
+            continue
+        out.append({"id": case.id, "lang": case.lang, "domain": case.domain, "category": case.category,
+                    "expect": case.expect, "zone": outcome.zone,
+                    "wrong_answer_served": outcome.zone == "hit" and not correct_hit,
+                    "turn_cosine": outcome.top_score, "decided_by": outcome.decided_by,
+                    "reasons": list(outcome.reasons), "probe": case.probe[-1].get("content") if case.probe else None})
+    return out
 
 
 def oracle_threshold(cases: Sequence[Case], outcomes: Sequence[Outcome], *, max_false_hit_rate: float = 0.01
@@ -105,13 +127,16 @@ def oracle_threshold(cases: Sequence[Case], outcomes: Sequence[Outcome], *, max_
 
 
 def evaluate(systems: Iterable[System], cases: Sequence[Case], *, shared_cache: bool = False,
-             progress_factory=None) -> dict[str, Any]:
+             progress_factory=None, on_outcomes=None) -> dict[str, Any]:
+    """Score each system; ``on_outcomes(name, outcomes)`` sees every system's raw outcomes."""
     report: dict[str, Any] = {"systems": {}}
     for system in systems:
         started = time.perf_counter()
         progress = progress_factory(system.name, len(cases)) if progress_factory else None
         outcomes = run_system(system, cases, shared_cache=shared_cache, progress=progress)
         result = score(cases, outcomes)
+        if on_outcomes:
+            on_outcomes(system.name, outcomes)
         result["seconds"] = round(time.perf_counter() - started, 2)
         threshold = getattr(system, "threshold", None)
         if threshold is not None:
@@ -129,6 +154,12 @@ def format_table(report: dict[str, Any], key: str = "by_category") -> str:
         for label, r in rows:
             lines.append(f"| {name} | {label} | {r['n']} | {r['hit_recall']:.3f} | {r['false_hit_rate']:.3f} "
                          f"| {r['precision_at_hit']:.3f} | {r['zone_accuracy']:.3f} |")
+    rules = [(n, r["by_rule"]) for n, r in report["systems"].items() if r.get("by_rule")] if key == "by_category" else []
+    for name, table in rules[:1]:
+        lines += ["", f"What decided each category ({name}: the settling reason, with its count):", "",
+                  "| category | decided by |", "|---|---|"]
+        for category, counts in table.items():
+            lines.append(f"| {category} | " + ", ".join(f"{code} {n}" for code, n in counts.items()) + " |")
     oracle = [(n, r["oracle_at_1pct_false_hits"]) for n, r in report["systems"].items()
               if r.get("oracle_at_1pct_false_hits")]
     if oracle:

@@ -29,6 +29,8 @@ class Outcome:
     answer: str | None             # the cached answer served, on a hit
     top_score: float | None = None  # baselines: the best candidate's cosine, served or not
     top_answer: str | None = None
+    decided_by: str = ""           # smartcache: the code of the reason that settled the zone
+    reasons: tuple[str, ...] = ()  # smartcache: every reason, rendered
 
 
 class System(Protocol):
@@ -61,7 +63,18 @@ class SmartCacheSystem:
     def probe(self, case: Case) -> Outcome:
         d = self.cache.lookup(case.probe, session=case.probe_session, tenant=case.tenant,
                               versions=case.probe_versions)
-        return Outcome(d.zone.value, d.answer if d.zone is Zone.HIT else None, d.scores.turn)
+        return Outcome(d.zone.value, d.answer if d.zone is Zone.HIT else None, d.scores.turn,
+                       decided_by=_deciding(d), reasons=tuple(str(r) for r in d.reasons))
+
+
+def _deciding(decision) -> str:
+    """The reason that settled the zone: a gate, a veto, the verifier (``semantic_match`` /
+    ``similar_not_same`` / ``constraint_change``), or the similarity floor. A topic switch
+    comes first only when it left nothing to judge."""
+    codes = [r.code for r in decision.reasons]
+    if codes and codes[0] == "topic_switch" and len(codes) > 1:
+        return codes[1]
+    return codes[0] if codes else ""
 
 
 class ExactPrefixSystem:
