@@ -36,9 +36,10 @@ def _error(status: int, message: str, *, type_: str = "invalid_request_error", c
 
 def create_app(cache: SmartCache, engine, settings: GatewaySettings | None = None, *,
                admin_token: str | None = None, auth: AuthPolicy = OPEN, close_engine: bool = True) -> FastAPI:
-    """The gateway app. ``auth`` says who the callers are (see ``gateway.auth``).
-    ``close_engine=False`` leaves the engine running at shutdown (an engine shared by several
-    apps, as in tests)."""
+    """The gateway app. ``auth`` says who the callers are (see ``gateway.auth``); with keys
+    and no ``admin_token`` the admin API is closed. ``close_engine=False`` leaves the engine
+    running at shutdown (an engine shared by several apps, as in tests)."""
+    auth.check_admin_token(admin_token)
     service = ChatService(cache, engine, settings)
 
     async def principal(request: Request) -> Principal:
@@ -165,5 +166,7 @@ def create_app(cache: SmartCache, engine, settings: GatewaySettings | None = Non
         result = cache.feedback(body.entry, body.kind)
         return {"entry": result.cache_id, "state": result.state.value, "score": result.feedback_score}
 
-    app.include_router(admin_router(service, admin_token))
+    if admin_token is None and auth.keys_required:
+        log.warning("smartcache: API keys are configured but no --admin-token: the admin API is closed")
+    app.include_router(admin_router(service, admin_token, closed=admin_token is None and auth.keys_required))
     return app
