@@ -75,6 +75,33 @@ def local_engine():
     return LocalEngine(kv_budget_mb=256)
 
 
+MODEL = "smollm2-135m-instruct"
+
+
+@pytest.fixture
+def gateway(local_engine, encoder):
+    """``make(auth=..., admin_token=..., **settings)``: the gateway app in process on the bundled
+    engine and real encoder, promotion window 0 s, as a TestClient (use it in a ``with``)."""
+    from fastapi.testclient import TestClient
+
+    from smartcache.gateway import AuthPolicy, GatewaySettings, create_app
+
+    def make(*, auth: AuthPolicy | None = None, admin_token: str | None = None, **settings):
+        cache = SmartCache(load_config(lifecycle={"promotion_window_s": 0.0}), encoder=encoder)
+        app = create_app(cache, local_engine, GatewaySettings(**settings), auth=auth or AuthPolicy(),
+                         admin_token=admin_token, close_engine=False)
+        return TestClient(app)
+    return make
+
+
+def chat(client, messages, *, session="s1", headers=None, **body):
+    """One request. SmolLM2 is verbose: a stop at the first line break or 。 keeps answers short
+    and complete (an answer cut by max_tokens is, rightly, never cached)."""
+    h = {"x-session-id": session, **(headers or {})} if session else dict(headers or {})
+    payload = {"model": MODEL, "messages": messages, "max_tokens": 64, "stop": ["\n", "。"], **body}
+    return client.post("/v1/chat/completions", json=payload, headers=h)
+
+
 def free_port() -> int:
     import socket
     with socket.socket() as s:

@@ -40,6 +40,8 @@ def test_a_config_file_overrides_per_domain(tmp_path):
     ("[thresholds.use-multilingual.default]\nhit = 7\n", r"\[-1, 1\]"),
     ("[lifecycle]\nwindow = 3\n", "invalid config"),
     ("this is not toml", "not valid TOML"),
+    ('[auth]\ntrust_tenant_header = "false"\n', "true or false"),
+    ("[auth]\nkeys = []\n", "invalid config"),
 ])
 def test_bad_config_is_a_config_error(tmp_path, text, match):
     path = tmp_path / "bad.toml"
@@ -68,3 +70,23 @@ def test_explain_bad_input_exits_2(tmp_path, capsys):
     assert main(["explain", str(bad)]) == 2
     assert "error" in capsys.readouterr().err
     assert main(["explain", str(tmp_path / "missing.json")]) == 2
+
+
+def test_the_auth_table_is_read(tmp_path):
+    assert load_config().auth.keys_file == "" and load_config().auth.trust_tenant_header is False
+    path = tmp_path / "smartcache.toml"
+    path.write_text('[auth]\nkeys_file = "keys.toml"\ntrust_tenant_header = true\n')
+    assert load_config(path).auth.keys_file == "keys.toml" and load_config(path).auth.trust_tenant_header is True
+
+
+@pytest.mark.parametrize("keys, extra, match", [
+    ('[[keys]]\nkey = "sk-a"\n', [], "needs key and tenant"),
+    ('[[keys]]\nkey = "sk-a"\ntenant = "a"\n', ["--admin-token", "sk-a"], "admin token is also"),
+    (None, [], "cannot read keys file"),
+], ids=["bad-file", "key-as-admin-token", "missing-file"])
+def test_serve_refuses_bad_keys_before_loading_the_engine(tmp_path, capsys, keys, extra, match):
+    path = tmp_path / "keys.toml"
+    if keys is not None:
+        path.write_text(keys)
+    assert main(["serve", "--store", "memory", "--keys", str(path), *extra]) == 2
+    assert match in capsys.readouterr().err

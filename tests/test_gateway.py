@@ -7,10 +7,10 @@ import json
 import pytest
 from fastapi.testclient import TestClient
 
+from conftest import MODEL, chat
 from smartcache import SmartCache, load_config
-from smartcache.gateway import GatewaySettings, RequestControls, create_app, dock_history
+from smartcache.gateway import AuthPolicy, KeyRegistry, RequestControls, create_app, dock_history
 
-MODEL = "smollm2-135m-instruct"
 SYSTEM = {"role": "system", "content": "You are a concise assistant."}
 
 
@@ -19,26 +19,9 @@ def U(text):
 
 
 @pytest.fixture
-def gateway(local_engine, encoder):
-    def make(**settings):
-        cache = SmartCache(load_config(lifecycle={"promotion_window_s": 0.0}), encoder=encoder)
-        app = create_app(cache, local_engine, GatewaySettings(**settings), close_engine=False)
-        return TestClient(app)
-    return make
-
-
-@pytest.fixture
 def client(gateway):
     with gateway() as c:
         yield c
-
-
-def chat(client, messages, *, session="s1", headers=None, **body):
-    """One request. SmolLM2 is verbose: a stop at the first line break or 。 keeps answers short
-    and complete (an answer cut by max_tokens is, rightly, never cached)."""
-    h = {"x-session-id": session, **(headers or {})} if session else dict(headers or {})
-    payload = {"model": MODEL, "messages": messages, "max_tokens": 64, "stop": ["\n", "。"], **body}
-    return client.post("/v1/chat/completions", json=payload, headers=h)
 
 
 def sse_events(response):
@@ -121,16 +104,24 @@ def test_entity_change_is_not_served(client):
     assert "entity_change" in r.headers["x-smartcache-reason"]
 
 
-def test_sessions_and_tenants_are_isolated(client):
-    chat(client, [SYSTEM, U("How do I reset my password?")], session="alice")
-    other = chat(client, [SYSTEM, U("How can I reset my password")], session="bob")
-    assert other.headers["x-smartcache-status"] == "miss"
-    tenant = chat(client, [SYSTEM, U("How can I reset my password")], session="alice",
-                  headers={"x-tenant-id": "other-co"})
-    assert tenant.headers["x-smartcache-status"] == "miss"
-    keyed = chat(client, [SYSTEM, U("How can I reset my password")], session="alice",
-                 headers={"authorization": "Bearer sk-someone-else"})
-    assert keyed.headers["x-smartcache-status"] == "miss"
+TWO_TENANTS = KeyRegistry.from_mapping({"keys": [{"key": "sk-acme", "tenant": "acme"},
+                                                  {"key": "sk-other", "tenant": "other-co"}]})
+
+
+def test_sessions_and_tenants_are_isolated(gateway):
+    acme, other = {"authorization": "Bearer sk-acme"}, {"authorization": "Bearer sk-other"}
+    paraphrase = [SYSTEM, U("How can I reset my password")]
+    with gateway(auth=AuthPolicy(TWO_TENANTS)) as client:
+        chat(client, [SYSTEM, U("How do I reset my password?")], session="alice", headers=acme)
+        assert chat(client, paraphrase, session="bob", headers=acme).headers["x-smartcache-status"] == "miss"
+        keyed = chat(client, paraphrase, session="alice", headers=other)
+        assert keyed.headers["x-smartcache-status"] == "miss"
+        assert chat(client, paraphrase, session="alice", headers=acme).headers["x-smartcache-status"] == "hit"
+    # Behind a proxy that authenticates, x-tenant-id names the tenant.
+    with gateway(auth=AuthPolicy(trust_tenant_header=True)) as client:
+        chat(client, [SYSTEM, U("How do I reset my password?")], session="alice")
+        tenant = chat(client, paraphrase, session="alice", headers={"x-tenant-id": "other-co"})
+        assert tenant.headers["x-smartcache-status"] == "miss"
 
 
 def test_version_key_follows_system_prompt_and_kb_version(client):
@@ -256,17 +247,18 @@ def test_admin_invalidation_and_version_bump(client):
     assert r.headers["x-smartcache-status"] == "miss"
 
 
-def test_client_feedback_endpoint_is_scoped_to_the_tenant(client):
-    r = chat(client, [SYSTEM, U("How do I reset my password?")])
-    entry = client.get("/admin/entries").json()["data"][0]["id"]
-    denied = client.post("/v1/smartcache/feedback", json={"entry": entry, "kind": "negative"},
-                         headers={"x-tenant-id": "intruder"})
-    assert denied.status_code == 404
-    ok = client.post("/v1/smartcache/feedback", json={"entry": entry, "kind": "negative"})
-    # Negative feedback kills a pending entry, and demotes a ready one (this app's window is 0 s,
-    # so its background tick may have promoted it already).
-    assert ok.status_code == 200 and ok.json()["state"] in ("invalid", "suspect")
-    assert r.status_code == 200
+def test_client_feedback_endpoint_is_scoped_to_the_tenant(gateway):
+    with gateway(auth=AuthPolicy(trust_tenant_header=True)) as client:
+        r = chat(client, [SYSTEM, U("How do I reset my password?")])
+        entry = client.get("/admin/entries").json()["data"][0]["id"]
+        denied = client.post("/v1/smartcache/feedback", json={"entry": entry, "kind": "negative"},
+                             headers={"x-tenant-id": "intruder"})
+        assert denied.status_code == 404
+        ok = client.post("/v1/smartcache/feedback", json={"entry": entry, "kind": "negative"})
+        # Negative feedback kills a pending entry, and demotes a ready one (this app's window is 0 s,
+        # so its background tick may have promoted it already).
+        assert ok.status_code == 200 and ok.json()["state"] in ("invalid", "suspect")
+        assert r.status_code == 200
 
 
 def test_admin_token(gateway):

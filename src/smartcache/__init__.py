@@ -8,13 +8,15 @@ from smartcache.cache import CacheStats, SmartCache, StoreResult
 from smartcache.config import CacheConfig, LifecycleConfig, load_config
 from smartcache.decide import Decision, Reason, Scores, Zone
 from smartcache.errors import (
-    ConfigError, EncoderError, EncoderUnavailable, EntryNotFound, InvalidRequest, SmartCacheError, StoreError,
+    AuthenticationError, ConfigError, EncoderError, EncoderUnavailable, EntryNotFound, InvalidRequest,
+    PermissionDenied, SmartCacheError, StoreError,
 )
 from smartcache.store import EntryState, Scope, VersionKey
 
 __all__ = [
     "SmartCache", "CacheStats", "StoreResult", "CacheConfig", "LifecycleConfig", "load_config", "Decision",
     "Reason", "Scores", "Zone", "ConfigError", "EncoderError", "EncoderUnavailable", "EntryNotFound",
-    "InvalidRequest", "SmartCacheError", "StoreError", "EntryState", "Scope", "VersionKey",
+    "InvalidRequest", "SmartCacheError", "StoreError", "AuthenticationError", "PermissionDenied", "EntryState",
+    "Scope", "VersionKey",
 ]
 __version__ = "0.1.0"

@@ -13,11 +13,14 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from smartcache.cache import SmartCache
-from smartcache.config import load_config
+from smartcache.config import AuthConfig, load_config
 from smartcache.errors import SmartCacheError
+
+if TYPE_CHECKING:
+    from smartcache.gateway.auth import AuthPolicy
 
 
 def explain_case(cache: SmartCache, case: dict[str, Any]) -> dict[str, Any]:
@@ -307,6 +310,26 @@ def default_data_dir() -> Path:
     return Path(base) / "smartcache"
 
 
+def _auth_policy(args: argparse.Namespace, config: AuthConfig) -> AuthPolicy:
+    """Who the callers are: --keys / --trust-tenant-header over the config's [auth] table."""
+    from smartcache.gateway.auth import AuthPolicy, KeyRegistry
+
+    keys_file = args.keys or config.keys_file
+    registry = KeyRegistry.load(keys_file) if keys_file else None
+    policy = AuthPolicy(registry, trust_tenant_header=args.trust_tenant_header or config.trust_tenant_header)
+    policy.check_admin_token(args.admin_token)      # before the engine takes its 25 s to load
+    if registry is not None:
+        print(f"smartcache: API keys from {keys_file}: {len(registry.keys)} keys, {len(registry.tenants)} tenants, "
+              f"{len(registry.secrets)} with signed sessions", file=sys.stderr)
+    elif not policy.trust_tenant_header and args.host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"smartcache: warning: serving on {args.host} without --keys: every client is one tenant and "
+              "reads every cached answer", file=sys.stderr)
+    if policy.trust_tenant_header:
+        print("smartcache: x-tenant-id is trusted as sent: only a proxy that authenticates may reach this port",
+              file=sys.stderr)
+    return policy
+
+
 def _serve(args: argparse.Namespace) -> int:
     import logging
     import os
@@ -327,6 +350,7 @@ def _serve(args: argparse.Namespace) -> int:
         if args.store == "sqlite":
             print(f"smartcache: cache entries persist in {overrides['store']['path']}", file=sys.stderr)
         cache = SmartCache(load_config(args.config, **overrides))
+        auth = _auth_policy(args, cache.config.auth)
         if args.warmup:
             from smartcache.eval.replay import load_sessions, warmup
             print(f"smartcache: warm-up {json.dumps(warmup(cache, load_sessions(args.warmup)))}", file=sys.stderr)
@@ -344,7 +368,7 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     settings = GatewaySettings(cache_enabled=not args.no_cache, shadow_rate=args.shadow,
                                regenerate_window_s=args.regenerate_window, default_max_tokens=args.max_tokens)
-    app = create_app(cache, engine, settings, admin_token=args.admin_token)
+    app = create_app(cache, engine, settings, admin_token=args.admin_token, auth=auth)
     print(f"smartcache: serving on http://{args.host}:{args.port}  (dashboard: /dashboard)", file=sys.stderr)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level.lower())
     return 0
@@ -428,7 +452,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                                             "~/.local/share/smartcache, cache.db)")
     serve.add_argument("--kv-budget-mb", type=int, default=512, help="memory for the bundled engine's KV prefixes")
     serve.add_argument("--max-tokens", type=int, default=256, help="default max_tokens of a request")
-    serve.add_argument("--admin-token", help="require Authorization: Bearer TOKEN on /admin")
+    serve.add_argument("--admin-token", help="require Authorization: Bearer TOKEN on /admin (never a tenant's key)")
+    serve.add_argument("--keys", metavar="FILE",
+                       help="API keys (TOML) mapping each key or its sha256 to a tenant and its namespaces; "
+                            "requests then need one (default: [auth] keys_file, else no keys: one local tenant)")
+    serve.add_argument("--trust-tenant-header", action="store_true",
+                       help="honour x-tenant-id as sent: only behind a proxy that authenticates the tenant")
     serve.add_argument("--warmup", metavar="FILE", help="before serving, warm the cache from logged sessions (JSONL)")
     serve.add_argument("--log-level", default="info")
     args = parser.parse_args(argv)

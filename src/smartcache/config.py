@@ -55,12 +55,24 @@ class StoreConfig:
 
 
 @dataclass(frozen=True)
+class AuthConfig:
+    keys_file: str = ""              # the gateway's API keys (TOML, see gateway/auth.py); "" = no keys
+    trust_tenant_header: bool = False   # honour x-tenant-id as sent (only behind an authenticating proxy)
+
+    def __post_init__(self) -> None:
+        # A quoted "false" would be truthy: this switch decides who reads whose answers.
+        if not isinstance(self.trust_tenant_header, bool) or not isinstance(self.keys_file, str):
+            raise ConfigError("auth.trust_tenant_header must be true or false, auth.keys_file a path string")
+
+
+@dataclass(frozen=True)
 class CacheConfig:
     encoder: str
     thresholds: Mapping[str, ThresholdTable]
     context: ContextSettings = field(default_factory=ContextSettings)
     lifecycle: LifecycleConfig = field(default_factory=LifecycleConfig)
     store: StoreConfig = field(default_factory=StoreConfig)
+    auth: AuthConfig = field(default_factory=AuthConfig)
     disabled_domains: frozenset[str] = frozenset({"medical", "legal", "finance"})
     top_k: int = 8
     topic_threshold: float = 0.2
@@ -93,7 +105,7 @@ def _defaults() -> dict[str, Any]:
 
 def _build(data: Mapping[str, Any]) -> CacheConfig:
     known = {"encoder", "top_k", "topic_threshold", "memo_size", "disabled_domains", "context", "lifecycle", "store",
-             "thresholds", "use_validation", "use_tags", "use_change_detection", "use_context_view",
+             "auth", "thresholds", "use_validation", "use_tags", "use_change_detection", "use_context_view",
              "use_verifier", "verifier_path"}
     unknown = set(data) - known
     if unknown:
@@ -107,6 +119,7 @@ def _build(data: Mapping[str, Any]) -> CacheConfig:
             context=ContextSettings(**dict(data.get("context", {}))),
             lifecycle=LifecycleConfig(**lifecycle),
             store=StoreConfig(**dict(data.get("store", {}))),
+            auth=AuthConfig(**dict(data.get("auth", {}))),
             disabled_domains=frozenset(data.get("disabled_domains", ())),
             top_k=int(data.get("top_k", 8)),
             topic_threshold=float(data.get("topic_threshold", 0.2)),

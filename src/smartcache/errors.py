@@ -6,7 +6,9 @@
     ├── EncoderError          an encoder failed to load or to encode
     │   └── EncoderUnavailable  an optional encoder's package is not installed
     ├── StoreError            the store failed; callers fail open (serve from the engine)
-    └── EntryNotFound         an admin or feedback call named an unknown entry
+    ├── EntryNotFound         an admin or feedback call named an unknown entry
+    ├── AuthenticationError   no valid credentials (the gateway answers 401)
+    └── PermissionDenied      valid credentials, but not for this tenant, namespace or session (403)
 
 Backend errors (onnxruntime, torch, a database) are mapped to these at the
 boundary of the part that called them, so callers catch one family.
@@ -44,3 +46,19 @@ class EntryNotFound(SmartCacheError, KeyError):
 
     def __str__(self) -> str:  # KeyError quotes its argument; keep the message readable
         return str(self.args[0]) if self.args else "entry not found"
+
+
+class AuthenticationError(SmartCacheError):
+    """The caller presented no valid API key or admin token. ``code`` goes into the error body."""
+
+    def __init__(self, message: str, code: str = "invalid_api_key") -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class PermissionDenied(SmartCacheError):
+    """The caller is known but may not act for what it named (tenant, namespace, session)."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code

@@ -1,20 +1,26 @@
 """The admin API: stats for the dashboard, recent decisions, entries, invalidation, versions.
 
 Bound to 127.0.0.1 by default; with ``--admin-token`` every admin call needs
-``Authorization: Bearer <token>``.
+``Authorization: Bearer <token>`` (a token of its own: a tenant's API key never opens it).
+With API keys configured and no admin token, the admin API is closed: it reads every
+tenant's answers. Each call is logged on ``smartcache.admin`` with the tenant it touched
+(the dashboard's polls of stats and decisions at DEBUG, the rest at INFO).
 """
 
 from __future__ import annotations
 
 import hmac
+import logging
 import time
 from typing import Any, Literal
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, Field
 
-from smartcache.errors import EntryNotFound, InvalidRequest
+from smartcache.errors import AuthenticationError, EntryNotFound, InvalidRequest
 from smartcache.store import Entry, EntryState
+
+log = logging.getLogger("smartcache.admin")
 
 
 class FeedbackBody(BaseModel):
@@ -51,26 +57,39 @@ def entry_json(entry: Entry, *, full: bool = False) -> dict[str, Any]:
     return out
 
 
-def admin_router(service, token: str | None) -> APIRouter:
+def audit(action: str, tenant: str | None, *, level: int = logging.INFO, **detail: Any) -> None:
+    """One log line per admin call, naming the tenant it touched ('*': every tenant, '-': none)."""
+    extra = "".join(f" {k}={v}" for k, v in detail.items() if v is not None)
+    log.log(level, "admin %s tenant=%s%s", action, tenant if tenant is not None else "*", extra)
+
+
+def admin_router(service, token: str | None, *, closed: bool = False) -> APIRouter:
+    """``closed``: refuse every call (keys are configured but no admin token was given)."""
     cache = service.cache
 
     def check(request: Request) -> None:
+        if closed:
+            raise AuthenticationError("the admin API is closed: this gateway has API keys, start it with "
+                                      "--admin-token to use /admin", "admin_api_closed")
         if token is None:
             return
         given = request.headers.get("authorization", "")
         if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
-            raise HTTPException(status_code=401, detail="the admin API needs Authorization: Bearer <admin token>")
+            raise AuthenticationError("the admin API needs Authorization: Bearer <admin token>",
+                                      "invalid_admin_token")
 
     router = APIRouter(prefix="/admin", dependencies=[Depends(check)])
 
-    def require(cache_id: str) -> Entry:
+    def require(cache_id: str, action: str) -> Entry:
         entry = cache.get(cache_id)
+        audit(action, entry.tenant if entry is not None else "-", entry=cache_id)
         if entry is None:
             raise EntryNotFound(f"no entry {cache_id}")
         return entry
 
     @router.get("/stats")
     async def stats() -> dict[str, Any]:
+        audit("stats", None, level=logging.DEBUG)       # the dashboard polls it every 2 s
         s = cache.stats()
         totals = service.totals
         answered = sum(totals[k] for k in ("hit", "half-hit", "miss", "bypass"))
@@ -96,11 +115,13 @@ def admin_router(service, token: str | None) -> APIRouter:
 
     @router.get("/decisions")
     async def decisions(limit: int = Query(50, ge=1, le=500)) -> dict[str, Any]:
+        audit("decisions", None, level=logging.DEBUG, limit=limit)      # ditto
         return {"data": service.recent_json(limit)}
 
     @router.get("/entries")
     async def entries(tenant: str | None = None, session: str | None = None, state: str | None = None,
                       limit: int = Query(100, ge=1, le=1000)) -> dict[str, Any]:
+        audit("list_entries", tenant, session=session, state=state)
         states = None
         if state is not None:
             try:
@@ -113,31 +134,33 @@ def admin_router(service, token: str | None) -> APIRouter:
 
     @router.get("/entries/{cache_id}")
     async def entry(cache_id: str) -> dict[str, Any]:
-        return entry_json(require(cache_id), full=True)
+        return entry_json(require(cache_id, "inspect"), full=True)
 
     @router.delete("/entries/{cache_id}")
     async def drop(cache_id: str) -> dict[str, Any]:
-        require(cache_id)
+        require(cache_id, "drop")
         return {"id": cache_id, "deleted": cache.backend.delete(cache_id)}
 
     @router.post("/entries/{cache_id}/promote")
     async def promote(cache_id: str, body: PromoteBody) -> dict[str, Any]:
-        require(cache_id)
+        require(cache_id, "promote")
         return entry_json(cache.promote(cache_id, to_global=body.to_global))
 
     @router.post("/entries/{cache_id}/feedback")
     async def feedback(cache_id: str, body: KindBody) -> dict[str, Any]:
-        require(cache_id)
+        require(cache_id, f"feedback_{body.kind}")
         result = cache.feedback(cache_id, body.kind)
         return {"id": result.cache_id, "state": result.state.value, "score": result.feedback_score}
 
     @router.post("/sessions/{session}/invalidate")
     async def invalidate_session(session: str, tenant: str = "default") -> dict[str, Any]:
+        audit("invalidate_session", tenant, session=session)
         return {"session": session, "tenant": tenant, "invalidated": cache.invalidate(tenant=tenant,
                                                                                       session=session)}
 
     @router.post("/versions/bump")
     async def bump(body: BumpBody) -> dict[str, Any]:
+        audit("bump_version", body.tenant, model=body.model)
         return {"tenant": body.tenant, "model": body.model,
                 "invalidated": service.bump_version(body.tenant, body.model)}
 

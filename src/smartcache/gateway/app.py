@@ -9,7 +9,7 @@ import logging
 from importlib import resources
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from pydantic import ValidationError
@@ -17,8 +17,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from smartcache.cache import SmartCache
 from smartcache.engine import EngineError
-from smartcache.errors import EntryNotFound, InvalidRequest, SmartCacheError
+from smartcache.errors import (
+    AuthenticationError, EntryNotFound, InvalidRequest, PermissionDenied, SmartCacheError,
+)
 from smartcache.gateway.admin import FeedbackBody, admin_router
+from smartcache.gateway.auth import OPEN, AuthPolicy, Principal
 from smartcache.gateway.controls import read_controls
 from smartcache.gateway.schema import ChatCompletionRequest, error_body
 from smartcache.gateway.service import ChatService, GatewaySettings
@@ -32,10 +35,16 @@ def _error(status: int, message: str, *, type_: str = "invalid_request_error", c
 
 
 def create_app(cache: SmartCache, engine, settings: GatewaySettings | None = None, *,
-               admin_token: str | None = None, close_engine: bool = True) -> FastAPI:
-    """The gateway app. ``close_engine=False`` leaves the engine running at shutdown (an
-    engine shared by several apps, as in tests)."""
+               admin_token: str | None = None, auth: AuthPolicy = OPEN, close_engine: bool = True) -> FastAPI:
+    """The gateway app. ``auth`` says who the callers are (see ``gateway.auth``); with keys
+    and no ``admin_token`` the admin API is closed. ``close_engine=False`` leaves the engine
+    running at shutdown (an engine shared by several apps, as in tests)."""
+    auth.check_admin_token(admin_token)
     service = ChatService(cache, engine, settings)
+
+    async def principal(request: Request) -> Principal:
+        # async: a plain def would be run on the thread pool, a hop per request for one hash.
+        return auth.authenticate(request.headers)
 
     async def promote_on_time() -> None:
         # Pending answers become servable when their window passes, whether or not this
@@ -73,6 +82,16 @@ def create_app(cache: SmartCache, engine, settings: GatewaySettings | None = Non
     async def _not_found(_: Request, exc: EntryNotFound) -> JSONResponse:
         return _error(404, str(exc), code="entry_not_found")
 
+    @app.exception_handler(AuthenticationError)
+    async def _unauthenticated(_: Request, exc: AuthenticationError) -> JSONResponse:
+        response = _error(401, str(exc), code=exc.code)
+        response.headers["www-authenticate"] = "Bearer"
+        return response
+
+    @app.exception_handler(PermissionDenied)
+    async def _denied(_: Request, exc: PermissionDenied) -> JSONResponse:
+        return _error(403, str(exc), code=exc.code)
+
     @app.exception_handler(InvalidRequest)
     async def _bad(_: Request, exc: InvalidRequest) -> JSONResponse:
         return _error(400, str(exc))
@@ -90,7 +109,7 @@ def create_app(cache: SmartCache, engine, settings: GatewaySettings | None = Non
         return _error(500, str(exc), type_="api_error", code="smartcache_error")
 
     @app.post("/v1/chat/completions")
-    async def chat_completions(request: Request) -> Response:
+    async def chat_completions(request: Request, caller: Principal = Depends(principal)) -> Response:
         try:
             raw = await request.json()
         except (json.JSONDecodeError, UnicodeDecodeError):
@@ -107,14 +126,14 @@ def create_app(cache: SmartCache, engine, settings: GatewaySettings | None = Non
         if not getattr(engine, "accepts_any_model", False) and req.model != engine.model_id:
             return _error(404, f"the model '{req.model}' does not exist; this gateway serves '{engine.model_id}'",
                           code="model_not_found", param="model")
-        controls = read_controls(request.headers, raw)
+        controls = read_controls(request.headers, raw, caller, auth)
         outcome = await service.handle(req, controls)
         if outcome.stream is not None:
             return StreamingResponse(outcome.stream, media_type="text/event-stream",
                                      headers={**outcome.headers, "cache-control": "no-cache"})
         return JSONResponse(outcome.body, headers=outcome.headers)
 
-    @app.get("/v1/models")
+    @app.get("/v1/models", dependencies=[Depends(principal)])
     async def models() -> dict[str, Any]:
         if hasattr(engine, "list_models"):
             data = await engine.list_models()
@@ -137,14 +156,17 @@ def create_app(cache: SmartCache, engine, settings: GatewaySettings | None = Non
         return HTMLResponse(page)
 
     @app.post("/v1/smartcache/feedback")
-    async def feedback(request: Request, body: FeedbackBody) -> dict[str, Any]:
+    async def feedback(request: Request, body: FeedbackBody, caller: Principal = Depends(principal)
+                       ) -> dict[str, Any]:
         """A client's verdict on an answer it was given (the entry id comes in x-smartcache-entry)."""
-        controls = read_controls(request.headers, {})
+        controls = read_controls(request.headers, {}, caller, auth)
         entry = cache.get(body.entry)
         if entry is None or entry.tenant != controls.tenant:
             raise EntryNotFound(f"no entry {body.entry} for this tenant")
         result = cache.feedback(body.entry, body.kind)
         return {"entry": result.cache_id, "state": result.state.value, "score": result.feedback_score}
 
-    app.include_router(admin_router(service, admin_token))
+    if admin_token is None and auth.keys_required:
+        log.warning("smartcache: API keys are configured but no --admin-token: the admin API is closed")
+    app.include_router(admin_router(service, admin_token, closed=admin_token is None and auth.keys_required))
     return app
