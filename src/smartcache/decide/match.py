@@ -23,32 +23,17 @@ import numpy as np
 from smartcache.decide.decision import Reason, Zone
 from smartcache.decide.thresholds import Thresholds
 from smartcache.fingerprint import ChangeFlag, Fingerprint, has_reference, skeletons_conflict
+from smartcache.fingerprint.lexicon import synonym_groups, word_opposites, words_of_kind
 from smartcache.store import Entry, Scope
 
-# Spans that may replace each other without changing what is asked.
-_SYNONYMS = [frozenset(group.split("|")) for group in (
-    "怎么|如何|怎样|咋|怎么样|如何才能|怎样才能", "多久|几天|多长时间|多少天|什么时候|多少时间", "多少钱|价格|费用|价钱|多少|收费|钱",
-    "酒店|宾馆|旅馆|住处", "便宜|实惠|划算|性价比高", "好吃|美味|好吃的", "推荐|介绍|建议|推荐一下", "开启|打开|启用|开通",
-    "关闭|关掉|停用", "能|能够", "帮我|给我|麻烦|帮忙", "写|起草|撰写|写一下",
-    "问题|故障|毛病|坏了|坏掉|出故障|出问题|出毛病|坏", "退款|退钱", "火车票|高铁票|车票|动车票", "flight|plane|airplane", "携带|带", "开售|买票|购买|买", "快递|物流|包裹", "吗|么|呢|吧",
-    "值不值得|值得|好不好", "是什么|什么是|指什么", "步骤|流程|方法|办法", "订|预订|预定", "附近|周边|旁边",
-    "到|去|至|前往", "怎么办|怎么处理|如何处理|怎么解决|如何解决|咋办|该怎么办", "进度|到哪1步|到哪了|状态|进展",
-    "how do i|how can i|how to|how should i|how do you|how can you", "cheap|affordable|inexpensive",
-    "fix|solve|resolve", "error|issue|problem|bug", "show|tell|give|provide", "best|good|top|great", "what is|what's|explain",
-    "steps|process|way|procedure", "near|close to|around", "set up|setup|configure|install",
-    "recommend|suggest|what are good|what are some good|any good", "turn on|switch on|enable|activate",
-    "turn off|switch off|disable|deactivate", "英文|英语", "write|draft|compose", "status|progress|how is it going|where is it at",
-    "提交|commit", "列表|list", "元组|tuple", "字典|dict|dictionary", "分支|branch", "合并|merge", "仓库|repo|repository",
-)]
+# Spans that may replace each other without changing what is asked (data/lexicon/*.toml).
+_SYNONYMS = [frozenset(words) for words, _ in synonym_groups()]
 # Groups that are the form of a question or a courtesy, not its subject: a swap between
 # one of these and anything is a rephrasing.
-_FORM_GROUPS = frozenset(i for i, g in enumerate(_SYNONYMS) if g & {
-    "怎么", "多久", "推荐", "帮我", "吗", "是什么", "步骤", "怎么办", "能", "how do i", "show", "what is", "steps",
-    "recommend", "status", "到", "值得"})
+_FORM_GROUPS = frozenset(i for i, (_, form) in enumerate(synonym_groups()) if form)
 # Tokens dropped before diffing. Chinese is diffed by character, so only particles
 # that are never part of a content word are dropped ("请" is not: "请假").
-_FILLER = frozenset("的 了 吗 呢 吧 啊 呀 嘛 please the a an me my i you to for of is are was were be do does "
-                    "can could would will just kindly some few any".split())
+_FILLER = words_of_kind("filler")
 _MAX_SLOT = 4   # a swapped word: up to 4 CJK characters or 4 English words; longer is a rephrasing
 _TOKEN = re.compile(r"[\u3400-\u9fff\ue000-\uf8ff]|[a-z0-9_.+#'-]+", re.I)
 
@@ -344,7 +329,7 @@ def _common_share(ta: list[str], tb: list[str]) -> float:
 _ORDER_MATTERS = re.compile(r"从.+(?:到|去|至)|飞|比|还是|\bfrom\b.+\bto\b|\bvs\.?\b|\bversus\b|\bthan\b|\bor\b|\bbetween\b|"
                             r"\bto\b.+\bfrom\b")
 # Question words: a swap of one for another is a rephrasing the skeleton check already judged.
-_QUESTION_WORDS = frozenset("what how much many which when where who why whether if 什么 多少 几 哪".split())
+_QUESTION_WORDS = words_of_kind("question")
 
 
 def _is_form_word(token: str) -> bool:
@@ -432,13 +417,7 @@ def _defined_term(text: str) -> str | None:
 # Words whose swap for each other asks the opposite: never a rephrasing, however many other
 # stretches also changed ("小货车用什么牌子的轮胎好" / "大货车轮胎什么牌子好"). Not more / less:
 # a comparison is as often reworded from its other side ("A uses less than B" / "B needs more").
-_OPPOSITES = {frozenset(p.split("/")) for p in (
-    "大/小 长/短 高/低 新/旧 男/女 买/卖 冷/热 胖/瘦 早/晚 快/慢 前/后 开/关 增/减 涨/跌 加/减 升/降 "
-    "南/北 正/负 入/出 收/发 输/赢 big/small large/small long/short high/low new/old men/women "
-    "man/woman male/female boy/girl boys/girls husband/wife buy/sell buying/selling hot/cold fast/slow "
-    "early/late cheap/expensive before/after increase/decrease open/close max/min maximum/minimum "
-    "first/last best/worst positive/negative upload/download import/export input/output encrypt/decrypt "
-    "encode/decode start/stop add/remove login/logout push/pull win/lose up/down".split())}
+_OPPOSITES = word_opposites()
 
 
 def _opposite_swap(a: str, b: str) -> tuple[str, str] | None:

@@ -15,6 +15,8 @@ from __future__ import annotations
 import enum
 import re
 
+from smartcache.fingerprint.lexicon import action_classes, antonym_pairs
+
 
 class ChangeFlag(str, enum.Enum):
     """What the current turn does to the request before it."""
@@ -81,63 +83,15 @@ REFERENCE = _rx(r"那家", r"这家", r"那个", r"这个", r"它", r"他们", r
                 r"\bit\b", r"\bthat\b", r"\bthis\b", r"\bthose\b", r"\bthese\b", r"\bthey\b", r"\bthem\b", r"\bthere\b",
                 r"\bthe same\b", r"\babove\b", r"\bprevious\b", r"\bone\b")
 
-# Action pairs: asking for one side where the other was asked is a reversed intent.
+# Action pairs: asking for one side where the other was asked is a reversed intent
+# (the concepts with an ``opposite`` in data/lexicon/*.toml).
 ANTONYMS: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = tuple(
-    (_rx(*a), _rx(*b)) for a, b in (
-        ((r"开启", r"打开", r"启用", r"开通", r"激活", r"\benable\b", r"\bturn on\b", r"\bswitch on\b", r"\bactivate\b"),
-         (r"关闭", r"关掉", r"禁用", r"停用", r"(?<!取消)注销", r"\bdisable\b", r"\bturn off\b", r"\bswitch off\b",
-          r"\bdeactivate\b")),
-        ((r"增加", r"提高", r"上调", r"调高", r"加大", r"\bincrease\b", r"\braise\b"),
-         (r"减少", r"降低", r"下调", r"调低", r"减小", r"\bdecrease\b", r"\breduce\b", r"\blower\b")),
-        ((r"上传", r"\bupload\b"), (r"下载", r"\bdownload\b")),
-        ((r"导入", r"\bimport\b"), (r"导出", r"\bexport\b")),
-        ((r"(?<!解)加密", r"\bencrypt\b"), (r"解密", r"\bdecrypt\b")),
-        ((r"(?<!卸)安装", r"\binstall\b"), (r"卸载", r"\buninstall\b")),
-        ((r"登录", r"登陆", r"\blog ?in\b", r"\bsign ?in\b"), (r"退出登录", r"登出", r"\blog ?out\b", r"\bsign ?out\b")),
-        ((r"购买", r"买入", r"\bbuy\b"), (r"卖出", r"出售", r"\bsell\b")),
-        ((r"(?<!取消)(?<!退)订阅", r"\bsubscribe\b"), (r"取消订阅", r"退订", r"\bunsubscribe\b")),
-        ((r"显示", r"\bshow\b"), (r"隐藏", r"\bhide\b")),
-        ((r"允许", r"\ballow\b"), (r"(?<!不)禁止", r"拒绝", r"\bdeny\b", r"\bblock\b")),
-        ((r"(?<!解)压缩", r"\bcompress\b", r"\bzip\b"), (r"解压", r"\bdecompress\b", r"\bunzip\b")),
-        ((r"(?<!解)锁定", r"\block\b"), (r"解锁", r"\bunlock\b")),
-        ((r"升序", r"\bascending\b"), (r"降序", r"\bdescending\b")),
-        ((r"之前", r"以前", r"\bbefore\b"), (r"之后", r"以后", r"\bafter\b")),
-        ((r"最大", r"最多", r"\bmax(?:imum)?\b"), (r"最小", r"最少", r"\bmin(?:imum)?\b")),
-        ((r"开始", r"启动", r"\bstart\b"), (r"停止", r"结束", r"\bstop\b")),
-        ((r"(?<!退)付款", r"支付"), (r"退款",)),
-    )
-)
+    (_rx(*first), _rx(*second)) for first, second in antonym_pairs())
 
 # What the turn asks to be done. Two requests about the same thing that ask for
 # different actions ("部署" / "调试", "return" / "exchange") are different tasks,
 # however alike their words. Classes hold synonyms; a turn may name several.
-_ACTIONS: dict[str, re.Pattern[str]] = {name: _rx(*parts) for name, parts in {
-    "deploy": (r"部署", r"\bdeploy"), "migrate": (r"迁移", r"\bmigrat"), "debug": (r"调试", r"\bdebug"),
-    "test": (r"测试", r"\btests?\b", r"\btesting\b"), "configure": (r"配置", r"\bconfig", r"\bset ?up\b"),
-    "monitor": (r"监控", r"\bmonitor"), "backup": (r"备份", r"\bback ?up\b", r"\bbackups?\b"),
-    "read": (r"读取", r"读(?!者)", r"\bread\b", r"\bload\b", r"\bparse\b"), "catch": (r"捕获", r"\bcatch\b"),
-    "fix": (r"解决", r"修复", r"怎么办", r"处理", r"\bfix", r"\bsolve\b", r"\bresolve\b", r"what should i do", r"what now",
-            r"what do i do"),
-    "upgrade": (r"升级", r"\bupgrad"), "uninstall": (r"卸载", r"\buninstall"),
-    "features": (r"新特性", r"新功能", r"\bwhat'?s new\b", r"\bnew features\b"), "enable": (r"开启", r"打开", r"启用", r"开通", r"\benable", r"\bturn on\b", r"\bswitch on\b"),
-    "purpose": (r"有什么用", r"有什么作用", r"作用是", r"用途", r"\bwhat does .{1,40} do\b", r"\bwhat is .{1,30} for\b"),
-    "return": (r"退货", r"退(?=吗|不|了|掉)", r"\breturn(?! shipping)"), "exchange": (r"换货", r"\bexchange"), "refund": (r"退款", r"\brefund"),
-    "warranty": (r"保修", r"\bwarranty"), "repair": (r"维修", r"\brepair(?!ed under (?:the )?warranty)"), "invoice": (r"发票", r"\binvoice"),
-    "cancel": (r"取消", r"\bcancel"), "modify": (r"修改", r"改地址", r"改收货", r"\b(?:change|update|edit) (?:the |my )?(?:shipping |delivery )?address"),
-    "lost": (r"丢件", r"丢了", r"弄丢", r"\blost\b", r"\bloses?\b"), "damaged": (r"破损", r"\bdamaged?\b"),
-    "stalled": (r"不更新", r"\bhasn'?t updated\b"), "polish": (r"润色", r"通顺", r"\bpolish", r"\bproofread", r"improve the flow"),
-    "translate": (r"翻译", r"翻成", r"\btranslat", r"\bput (?:this|it) into\b"),
-    "summarise": (r"总结", r"提炼", r"要点", r"摘要", r"\bsummar", r"\bkey (?:points|takeaways)\b", r"\bmain points\b"),
-    "shorten": (r"缩写", r"精简", r"\bshorten", r"\bcut it down\b"), "expand": (r"扩写", r"\bexpand"),
-    "title": (r"标题", r"\btitle\b", r"\bsubject line\b"),
-    "rewrite": (r"语气", r"改写", r"重写", r"\brewrite", r"\brephrase", r"\btone\b", r"\bsound (?:more )?\w+:"),
-    "write": (r"(?<![改重编缩扩])写(?!入|成)", r"起草", r"\bwrite\b(?! (?:a |the |to )?(?:json|csv|file))", r"\bdraft\b", r"\bcompose\b"),
-    "write_file": (r"写入", r"写成", r"保存为", r"\bwrite (?:a |the |to )?(?:json|csv|file)", r"\bsave\b"),
-    "plan": (r"行程", r"规划", r"\bplan\b", r"\bitinerar", r"\btrip\b"), "packing": (r"行李清单", r"\bpacking list\b"),
-    "food": (r"美食", r"\bfood tour\b"), "book": (r"预订", r"预定", r"\bbook(?:ing)?\b"),
-    "recommend": (r"推荐", r"\brecommend", r"\bsuggest", r"\bwhat are (?:some )?good\b"),
-    "ship": (r"发货", r"\bships?\b"),
-}.items()}
+_ACTIONS: dict[str, re.Pattern[str]] = {name: _rx(*parts) for name, parts in action_classes().items()}
 
 _DOMAINS: dict[str, re.Pattern[str]] = {
     "medical": _rx(r"药", r"症状", r"生病", r"医生", r"看病", r"治疗", r"诊断", r"剂量", r"发烧", r"头痛", r"怀孕", r"血压",
