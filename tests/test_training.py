@@ -90,7 +90,7 @@ def test_the_operating_point_keeps_the_upper_bound_within_budget():
         assert r["false_hit_upper"] <= budget
         looser = tally(h, case_outcomes(h, p, {"default": point - 0.005}), lambda m: True)
         assert looser["false_hit_upper"] > budget or point == 0.5    # it is the lowest such point
-    assert operating_points(h, p, 0.05, ("low",))["low"] <= operating_points(h, p, 0.005, ("low",))["low"]
+    assert operating_points(h, p, 0.05, tiers=("low",))["low"] <= operating_points(h, p, 0.005, tiers=("low",))["low"]
 
 
 def test_smartcache_train_writes_a_loadable_model_and_a_report(tmp_path, rules_only, encoder, monkeypatch):

@@ -275,7 +275,7 @@ def _train(args: argparse.Namespace) -> int:
     config = load_config(args.config, use_verifier=False, store={"backend": "memory"})
     try:
         report = train(data, Path(args.out), Path(args.report), make_cache=lambda: SmartCache(config),
-                       seed=args.seed, budget=args.budget, reuse_harvest=args.reuse_harvest,
+                       seed=args.seed, budget=args.budget, single_budget=args.single_budget, reuse_harvest=args.reuse_harvest,
                        command="smartcache " + " ".join(sys.argv[1:]), workers=args.workers,
                        say=lambda m: print(m, file=sys.stderr))
     except (OSError, ValueError, SmartCacheError) as exc:
@@ -423,7 +423,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     tr.add_argument("--out", default="src/smartcache/data/verifier.json", help="where the model is written")
     tr.add_argument("--report", default="docs/eval/training", help="folder for training.md / .json")
     tr.add_argument("--seed", type=int, default=0)
-    tr.add_argument("--budget", type=float, default=0.005, help="false-hit rate the 95 %% upper bound must meet")
+    tr.add_argument("--budget", type=float, default=0.005,
+                    help="false-hit rate the 95 %% upper bound must meet, requests with a history")
+    tr.add_argument("--single-budget", type=float, default=0.02, help="the same for single-turn requests")
     tr.add_argument("--workers", type=int, default=2, help="harvest processes (one per core)")
     tr.add_argument("--reuse-harvest", action="store_true", help="reuse the report folder's harvest.npz")
     tr.add_argument("--config", help="a TOML config file merged over the defaults")

@@ -215,7 +215,9 @@ def gather(fp: Fingerprint, entry: Entry, turn: float) -> Evidence:
     put("negations_cached", min(cached.negations, 3))
     if probe.negations % 2 != cached.negations % 2:
         changed = {t for op, i1, i2, j1, j2 in ops if op != "equal" for t in (*ta[i1:i2], *tb[j1:j2])}
-        if _common_share(ta, tb) >= 0.5 and changed & _NEGATORS:
+        plain = lambda toks: [t for t in toks if t not in _NEGATORS]
+        # A minimal pair: the negation is what changed, and without it the two are one sentence.
+        if changed & _NEGATORS and _common_share(plain(ta), plain(tb)) >= 0.85:
             signal("intent_reversal", "one request negates what the other asks")
         else:
             signal("negation_parity", "one request holds a negation the other does not")

@@ -72,10 +72,13 @@ class TreeVerifier:
         p = np.exp(raw)
         return p / p.sum(axis=1, keepdims=True)
 
-    def operating_point(self, tier: str) -> float:
-        """The P(same) a hit needs in a risk tier, as calibrated by ``smartcache train``."""
+    def operating_point(self, tier: str, context: bool = True) -> float:
+        """The P(same) a hit needs in a risk tier, for a request with a history or without
+        (``"low"`` / ``"low:single"``), as calibrated by ``smartcache train``; the strictest
+        point for a tier it has none for."""
         points = self.meta.get("operating_points", {})
-        return float(points.get(tier, points.get("default", 0.9)))
+        key = tier if context else f"{tier}:single"
+        return float(points.get(key, points.get("context" if context else "single", points.get("default", 0.999))))
 
     # -- serialisation ------------------------------------------------------------------
 

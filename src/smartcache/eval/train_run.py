@@ -18,8 +18,8 @@ import numpy as np
 
 from smartcache.decide.verifier import SAME
 from smartcache.eval.training import (
-    PARAMS, Harvest, case_outcomes, export, family_of, family_weights, fit, harvest_dir, held_out_predictions,
-    operating_points, tally,
+    PARAMS, Harvest, calibration_split, case_outcomes, export, family_of, family_weights, fit, harvest_dir,
+    held_out_predictions, operating_points, tally,
 )
 
 
@@ -27,16 +27,21 @@ def _fmt(v: float | None, digits: int = 3) -> str:
     return "–" if v is None else f"{v:.{digits}f}"
 
 
-def held_out_table(h: Harvest, p_same: np.ndarray, points: dict[str, float]) -> list[dict[str, Any]]:
+def held_out_table(h: Harvest, p_same: np.ndarray, points: dict[str, float],
+                   select=lambda m: True) -> list[dict[str, Any]]:
     outcomes = case_outcomes(h, p_same, points)
     rows = []
     families = sorted({family_of(m["source"]) for m in h.cases})
     for fam in families:
         for lang in sorted({m["lang"] for m in h.cases if family_of(m["source"]) == fam}):
-            r = tally(h, outcomes, lambda m, f=fam, l=lang: family_of(m["source"]) == f and m["lang"] == l)
+            r = tally(h, outcomes, lambda m, f=fam, l=lang: select(m) and family_of(m["source"]) == f
+                      and m["lang"] == l)
             rows.append({"family": fam, "lang": lang, **r})
     for lang in sorted({m["lang"] for m in h.cases}):
-        rows.append({"family": "all", "lang": lang, **tally(h, outcomes, lambda m, l=lang: m["lang"] == l)})
+        for kind, context in (("with history", True), ("single turn", False)):
+            r = tally(h, outcomes, lambda m, l=lang, c=context: select(m) and m["lang"] == l
+                      and m.get("context", True) == c)
+            rows.append({"family": f"all, {kind}", "lang": lang, **r})
     return rows
 
 
@@ -48,20 +53,32 @@ def category_table(h: Harvest, p_same: np.ndarray, points: dict[str, float], fam
             for lang, cat in cats]
 
 
-def markdown(report: dict[str, Any]) -> str:
-    lines = ["# Verifier training report", "", f"Produced by `{report['command']}` in {report['seconds']:.0f} s.",
-             "", f"{report['rows']} weighed candidates from {report['cases']} cases; classes same / modify / "
-             f"different: {report['classes']}. Operating points (P(same) a hit needs, false-hit budget "
-             f"{report['budget']} as a 95 % upper bound on held-out predictions): {report['operating_points']}.", "",
-             "## Held out by source family", "",
-             "Each family's figures come from a model trained without that family (its pairs, their placements "
-             "in context, its generator domains).", "",
-             "| family | lang | positives | hit recall (95 % lower) | negatives | false hits | false-hit rate (95 % upper) |",
+def _table(rows: list[dict[str, Any]]) -> list[str]:
+    lines = ["| family | lang | positives | hit recall (95 % lower) | negatives | false hits | false-hit rate (95 % upper) |",
              "|---|---|---|---|---|---|---|"]
-    for r in report["held_out"]:
+    for r in rows:
         lines.append(f"| {r['family']} | {r['lang']} | {r['positives']} | {_fmt(r['hit_recall'])} "
                      f"({_fmt(r['recall_lower'])}) | {r['negatives']} | {r['false_hits']} | "
                      f"{_fmt(r['false_hit_rate'], 4)} ({_fmt(r['false_hit_upper'], 4)}) |")
+    return lines
+
+
+def markdown(report: dict[str, Any]) -> str:
+    points = ", ".join(f"{k} {v:.3f}" for k, v in sorted(report["operating_points"].items()))
+    lines = ["# Verifier training report", "", f"Produced by `{report['command']}` in {report['seconds']:.0f} s.",
+             "", f"{report['rows']} weighed candidates from {report['cases']} cases; classes same / modify / "
+             f"different: {report['classes']}. The shipped model is trained on four cases in five of every "
+             f"source; the fifth (chosen by a hash of the case id) is the calibration split.", "",
+             f"Operating points (the P(same) a hit needs; the lowest threshold whose one-sided 95 % "
+             f"Clopper-Pearson upper bound on the false-hit rate of the calibration split is within "
+             f"{report['budget']} for requests with a history and {report['single_budget']} for single-turn "
+             f"requests; a tier with too few negatives to resolve its bound takes its kind's pooled point): "
+             f"{points}.", "",
+             "## Held out by source family", "",
+             "Each family's figures come from a model trained without that family (its pairs, their placements "
+             "in context, its generator domains), at the operating points above: what to expect from traffic "
+             "unlike anything trained on.", "", *_table(report["held_out"]), "",
+             "## Calibration split (unseen cases of the sources trained on)", "", *_table(report["calibration"])]
     for fam, rows in report["categories"].items():
         lines += ["", f"### {fam}, by category (held out)", "",
                   "| lang | category | positives | hit recall | negatives | false-hit rate (95 % upper) |",
@@ -79,6 +96,7 @@ def markdown(report: dict[str, Any]) -> str:
 
 
 def train(data: Path, out: Path, report_dir: Path, *, make_cache, seed: int = 0, budget: float = 0.005,
+          single_budget: float = 0.02,
           reuse_harvest: bool = False, command: str = "smartcache train", workers: int = 2,
           params: dict[str, Any] | None = None, say: Callable[[str], None] = print) -> dict[str, Any]:
     started = time.perf_counter()
@@ -95,19 +113,27 @@ def train(data: Path, out: Path, report_dir: Path, *, make_cache, seed: int = 0,
         raise ValueError(f"no training rows under {data}")
     say(f"{len(y)} rows from {len(h.cases)} cases; holding each source family out in turn")
     params = {**PARAMS, **(params or {})}
-    probs = held_out_predictions(h, seed, progress=lambda name: say(f"  without {name}"), params=params)
-    points = operating_points(h, probs[:, SAME], budget)
+    held = held_out_predictions(h, seed, progress=lambda name: say(f"  without {name}"), params=params)[:, SAME]
+    calibration = calibration_split(h)
+    in_cal = calibration[case]
     fams = np.asarray([family_of(h.cases[c]["source"]) for c in case])
-    model = fit(x, y, family_weights(fams), seed, params)
+    say("  the shipped model, without the calibration split")
+    model = fit(x[~in_cal], y[~in_cal], family_weights(fams[~in_cal]), seed, params)
+    shipped = model.predict_proba(x)[:, SAME]
+    cal_ids = {(m["source"], m["id"]) for m, c in zip(h.cases, calibration) if c}
+    on_cal = lambda m: (m["source"], m["id"]) in cal_ids
+    points = operating_points(h, shipped, budget, single_budget, select=on_cal)
     report: dict[str, Any] = {
-        "command": command, "seed": seed, "budget": budget, "rows": int(len(y)), "cases": len(h.cases),
-        "classes": [int((y == k).sum()) for k in range(3)], "operating_points": points,
-        "held_out": held_out_table(h, probs[:, SAME], points),
-        "categories": {fam: category_table(h, probs[:, SAME], points, fam) for fam in ("gen", "crosswoz")
+        "command": command, "seed": seed, "budget": budget, "single_budget": single_budget, "rows": int(len(y)),
+        "cases": len(h.cases), "classes": [int((y == k).sum()) for k in range(3)], "operating_points": points,
+        "held_out": held_out_table(h, held, points),
+        "calibration": held_out_table(h, shipped, points, select=on_cal),
+        "categories": {fam: category_table(h, held, points, fam) for fam in ("gen", "crosswoz")
                        if any(family_of(m["source"]) == fam for m in h.cases)},
         "vetoes": {k: list(v) for k, v in h.vetoes.items()}, "params": params,
     }
-    verifier = export(model, {"seed": seed, "budget": budget, "operating_points": points, "params": params,
+    verifier = export(model, {"seed": seed, "budget": budget, "single_budget": single_budget,
+                              "operating_points": points, "params": params,
                               "sources": sorted({m["source"] for m in h.cases}), "rows": int(len(y))})
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(verifier.to_json(), separators=(",", ":")), encoding="utf-8")

@@ -115,7 +115,8 @@ def harvest(cases: Sequence[Case], source: str, cache, out: Harvest | None = Non
         index = len(out.cases)
         domain = fp.signature.domain
         out.cases.append({"id": case.id, "source": source, "lang": case.lang, "category": case.category,
-                          "expect": case.expect, "tier": tier_of(domain), "domain": domain})
+                          "expect": case.expect, "tier": tier_of(domain), "domain": domain,
+                          "context": bool(fp.signature.has_context)})
         if progress:
             progress()
         if decider.gate(fp) is not None:
@@ -194,7 +195,7 @@ def harvest_dir(folder: Path, make_cache, *, workers: int = 2, say: Callable[[st
 
 # -- fitting --------------------------------------------------------------------------------
 
-PARAMS = dict(max_iter=250, learning_rate=0.08, max_leaf_nodes=24, max_depth=6, min_samples_leaf=30,
+PARAMS = dict(max_iter=150, learning_rate=0.1, max_leaf_nodes=24, max_depth=6, min_samples_leaf=30,
               l2_regularization=1.0, early_stopping=False)
 
 
@@ -256,9 +257,15 @@ def wilson_lower(k: int, n: int, z: float = 1.645) -> float:
     return max(0.0, (centre - spread) / (1 + z * z / n))
 
 
+def point_key(tier: str, context: bool) -> str:
+    """Operating points are kept per risk tier, apart for requests with and without a history."""
+    return tier if context else f"{tier}:single"
+
+
 def case_outcomes(h: Harvest, p_same: np.ndarray, thresholds: dict[str, float]) -> list[tuple[bool, bool]]:
-    """(served, correct) per case: the best candidate by P(same) is served when it reaches its
-    tier's threshold, as the decider does."""
+    """(served, correct) per case: the best candidate by P(same) is served when it reaches the
+    threshold of its tier and kind (``point_key``; else "single" / "context", else "default"),
+    as the decider does."""
     best: dict[int, tuple[float, bool]] = {}
     for row, c in enumerate(h.case):
         if c not in best or p_same[row] > best[c][0]:
@@ -266,7 +273,10 @@ def case_outcomes(h: Harvest, p_same: np.ndarray, thresholds: dict[str, float]) 
     out = []
     for i, meta in enumerate(h.cases):
         p, is_target = best.get(i, (-1.0, False))
-        served = p >= thresholds.get(meta["tier"], thresholds["default"])
+        context = meta.get("context", True)
+        needed = thresholds.get(point_key(meta["tier"], context),
+                                thresholds.get("context" if context else "single", thresholds.get("default", 1.0)))
+        served = p >= needed
         out.append((served, served and is_target and meta["expect"] == "hit"))
     return out
 
@@ -289,29 +299,48 @@ def tally(h: Harvest, outcomes: list[tuple[bool, bool]], select: Callable[[dict]
             "false_hit_upper": upper_bound(false, neg) if neg else None}
 
 
-def operating_points(h: Harvest, p_same: np.ndarray, budget: float, tiers: Sequence[str] = ("low", "medium")
+def lowest_safe(h: Harvest, p_same: np.ndarray, budget: float, select: Callable[[dict], bool]) -> float | None:
+    """The lowest P(same) threshold (0.005 steps) whose upper bound on the false-hit rate of the
+    selected cases is within ``budget``; None when they hold too few negatives to show it."""
+    negatives = sum(1 for m in h.cases if select(m) and m["expect"] != "hit")
+    if upper_bound(0, negatives) > budget:
+        return None
+    for t in np.round(np.arange(0.5, 1.0, 0.005), 3):
+        r = tally(h, case_outcomes(h, p_same, {"default": float(t)}), select)
+        if r["false_hit_upper"] <= budget:
+            return float(t)
+    return 0.999
+
+
+def operating_points(h: Harvest, p_same: np.ndarray, budget: float, single_budget: float | None = None,
+                     tiers: Sequence[str] = ("low", "medium"), select: Callable[[dict], bool] = lambda m: True
                      ) -> dict[str, float]:
-    """Per tier: the lowest P(same) threshold whose upper bound on the false-hit rate is within
-    ``budget`` on the held-out predictions (grid of 0.005 steps)."""
+    """Per risk tier and kind (with a history: ``budget``; without: ``single_budget``): the
+    lowest threshold within budget on the selected (calibration) cases. A tier with too few
+    negatives to resolve its bound takes the threshold of its kind pooled over tiers."""
     points: dict[str, float] = {}
-    grid = np.round(np.arange(0.5, 1.0, 0.005), 3)
-    for tier in tiers:
-        chosen = 0.999
-        for t in grid:
-            outcomes = case_outcomes(h, p_same, {"default": float(t)})
-            r = tally(h, outcomes, lambda m: m["tier"] == tier)
-            if r["negatives"] and r["false_hit_upper"] <= budget:
-                chosen = float(t)
-                break
-        points[tier] = chosen
-    points["default"] = max(points.values()) if points else 0.999
+    for kind, context, rate in (("context", True, budget), ("single", False, single_budget or budget)):
+        pooled = lowest_safe(h, p_same, rate, lambda m: select(m) and m.get("context", True) == context)
+        points[kind] = 0.999 if pooled is None else pooled
+        for tier in tiers:
+            own = lowest_safe(h, p_same, rate, lambda m, t=tier: select(m) and m["tier"] == t
+                              and m.get("context", True) == context)
+            points[point_key(tier, context)] = points[kind] if own is None else own
+    points["default"] = max(points.values())
     return points
+
+
+def calibration_split(h: Harvest, share: int = 5) -> np.ndarray:
+    """One case in ``share`` of every source, chosen by a hash of its id, is kept out of
+    training to choose the operating points on (the same cases on every run)."""
+    import zlib
+    return np.asarray([zlib.crc32(m["id"].encode("utf-8")) % share == 0 for m in h.cases])
 
 
 def export(model, meta: dict[str, Any]) -> TreeVerifier:
     return TreeVerifier.from_sklearn(model, FEATURES, meta)
 
 
-__all__ = ["Harvest", "LABEL", "PARAMS", "case_outcomes", "export", "family_of", "family_weights", "fit",
+__all__ = ["Harvest", "LABEL", "PARAMS", "calibration_split", "case_outcomes", "lowest_safe", "point_key", "export", "family_of", "family_weights", "fit",
            "harvest", "harvest_dir", "held_out_predictions", "operating_points", "tally", "upper_bound",
            "wilson_lower"]

@@ -213,7 +213,9 @@ def extract_entities(text: str) -> list[Entity]:
         if value == 1 and unit in _GENERIC_CLASSIFIERS:
             taken.append((m.start(), m.end()))
             continue
-        take(m.start(), m.end(), Entity("num", f"{value:g}{_canonical_unit(unit)}"))
+        # "3个" / "3种" count the same 3 as a bare "3": a generic classifier is no unit.
+        unit = "" if unit in _GENERIC_CLASSIFIERS else _canonical_unit(unit)
+        take(m.start(), m.end(), Entity("num", f"{value:g}{unit}"))
     for m in _WORD_UNIT.finditer(text):
         value, unit = _EN_NUMBERS[m[1].lower()], m[2].lower()
         if value != 1 or unit not in _GENERIC_CLASSIFIERS:
