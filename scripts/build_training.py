@@ -197,7 +197,7 @@ def main(argv=None) -> int:
         if name in ("qqp", "lcqmc", "bq", "atec", "pawsx"):
             files[f"{name}-ctx"] = src.placed(name, rows, 600 if lang == "zh" else 1000)
     files["crosswoz"] = src.dialogues(1200)
-    files.update(src.generator(per_cell=max(1, int(4 * args.scale))))
+    files.update(src.generator(per_cell=max(1, int(16 * args.scale))))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for name, cases in sorted(files.items()):

@@ -14,8 +14,8 @@ SYSTEM = S("你是一个乐于助人的助手。当前时间：2026-12-01 10:00:
     ("客服电话为什么打不通", "退款申请多久能到账", "low_similarity"),
     ("开启 A 功能", "别开启 A 功能", "intent_reversal"),
     ("Enable feature A for my account", "Don't enable feature A for my account", "intent_reversal"),
-    ("怎么开启自动备份", "怎么关闭自动备份", "intent_reversal"),
-    ("How do I install docker on ubuntu", "How do I uninstall docker on ubuntu", "intent_reversal"),
+    ("怎么开启自动备份", "怎么关闭自动备份", "opposite_actions"),
+    ("How do I install docker on ubuntu", "How do I uninstall docker on ubuntu", "opposite_actions"),
     ("帮我写一封请假邮件", "帮我写一封投诉邮件", "entity_change"),          # doc:请假邮件 -> doc:投诉邮件
     ("Write a sick leave email to my manager", "Write a complaint email to my manager", "entity_change"),
     ("怎么部署", "怎么迁移", "task_action"),
@@ -23,7 +23,7 @@ SYSTEM = S("你是一个乐于助人的助手。当前时间：2026-12-01 10:00:
     ("周末去杭州玩三天，预算五千以内，帮我排个行程", "周末去苏州玩三天，预算五千以内，帮我排个行程", "entity_change"),
     ("订单 48213 的退款到哪一步了", "订单 48231 的退款到哪一步了", "entity_change"),
     ("Book a table for 2 people at 7pm", "Book a table for 4 people at 7pm", "entity_change"),
-    ("从北京到上海的高铁要多久", "从上海到北京的高铁要多久", "entity_order"),
+    ("从北京到上海的高铁要多久", "从上海到北京的高铁要多久", "direction_reversed"),
 ], ids=lambda v: v if isinstance(v, str) and len(v) < 16 else None)
 def test_trap_is_never_a_hit(cache, cached, probe, reason):
     remember(cache, [SYSTEM, U(cached)], f"答案：{cached}")

@@ -32,10 +32,10 @@ def test_the_tree_walk_gives_scikit_learns_probabilities(seed):
 
 def test_a_model_survives_its_json_round_trip():
     x, model = make_model()
-    ours = TreeVerifier.from_sklearn(model, [f"f{i}" for i in range(x.shape[1])], {"operating_points": {"low": 0.8}})
+    ours = TreeVerifier.from_sklearn(model, [f"f{i}" for i in range(x.shape[1])], {"operating_points": {"low": 0.8, "default": 0.9}})
     again = TreeVerifier.from_json(json.loads(json.dumps(ours.to_json())))
     assert np.abs(again.predict(x) - ours.predict(x)).max() < 1e-6
-    assert again.operating_point("low") == 0.8 and again.operating_point("medium") == 0.8   # default: strictest
+    assert again.operating_point("low") == 0.8 and again.operating_point("medium") == 0.9   # else the default
 
 
 def test_bad_input_is_refused_with_a_clear_error(tmp_path):
@@ -73,6 +73,8 @@ def evidence_of(cache, cached_messages, probe_messages):
     ("开启 A 功能", "别开启 A 功能", "intent_reversal"),
     ("Enable dark mode in the app settings", "Don't enable dark mode in the app settings", "intent_reversal"),
     ("怎么开启自动备份", "怎么关闭自动备份", "opposite_actions"),
+    ("从北京到上海的高铁要多久", "从上海到北京的高铁要多久", "direction_reversed"),
+    ("How long is the flight from Paris to Rome?", "How long is the flight from Rome to Paris?", "direction_reversed"),
 ])
 def test_near_certain_signals_are_hard_vetoes(cache, cached, probe, veto):
     e = evidence_of(cache, [U(cached)], [U(probe)])
@@ -83,6 +85,8 @@ def test_near_certain_signals_are_hard_vetoes(cache, cached, probe, veto):
     ("why are utensils made of steel not used in a microwave?", "why shouldn't we use steel utensils in a microwave?"),
     ("为啥借呗进不了", "我借呗怎么进不去"),
     ("周末去杭州玩三天，预算五千以内", "周末去杭州玩3天，预算不超过5000块"),
+    ("Which is better, Python or Go?", "Which is better, Go or Python?"),      # symmetric: evidence only
+    ("How long is the train from Vienna to Paris?", "How long is the train to Paris from Vienna?"),  # same route
 ])
 def test_negations_elsewhere_and_rephrased_values_are_evidence_not_vetoes(cache, cached, probe):
     e = evidence_of(cache, [U(cached)], [U(probe)])

@@ -137,7 +137,9 @@ class Decider:
             return Scores(e.turn, e.context)
 
         tier = tier_of(fp.signature.domain)
-        needed = limits.same if limits.same is not None else self.verifier.operating_point(tier, fp.signature.has_context)
+        lang = "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in fp.signature.text) else "en"
+        needed = limits.same if limits.same is not None else self.verifier.operating_point(
+            tier, fp.signature.has_context, lang)
         for i in ranked[:1]:
             e, p = open_[i], float(probs[i, P_SAME])
             if p < needed:

@@ -12,6 +12,7 @@ figures are in the README, measured by ``scripts/veto_precision.py``):
   sentence and the negation is in what changed ("开启 A 功能" / "别开启 A 功能");
   a negation elsewhere ("why can't I …" / "why is … not possible") is evidence only;
 - opposite actions from the antonym lexicon (enable / disable);
+- the same places in reversed direction ("从北京到上海" / "从上海到北京", from / to);
 - a global entry without history answering a turn that refers back.
 
 Scope (tenant, session, version key) never reaches this stage: the store's
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -65,7 +67,20 @@ _INDEX = {name: i for i, name in enumerate(FEATURES)}
 _NEGATORS = frozenset("别 不 没 勿 禁 无 未 非 莫 甭 not don't dont never no without avoid "
                       "shouldn't can't cannot won't doesn't isn't aren't".split())
 # Rule codes that are hard vetoes. Everything else the rules say is a signal for the verifier.
-HARD_VETOES = frozenset({"quantity_change", "intent_reversal", "opposite_actions", "context_dependent"})
+HARD_VETOES = frozenset({"quantity_change", "intent_reversal", "opposite_actions", "direction_reversed",
+                         "context_dependent"})
+# A route: which end it starts from is its meaning. "A or B", "A vs B" are symmetric and stay evidence.
+_FROM = re.compile(r"从|\bfrom\s", re.I)
+
+
+def _origin(text: str, entities: tuple[str, ...]) -> str | None:
+    """The entity a route starts from: the first one named after 从 / from."""
+    m = _FROM.search(text)
+    if not m:
+        return None
+    after = text[m.end():]
+    found = [(after.find(v), v) for v in (e.split(":", 1)[1] for e in entities) if v and after.find(v) >= 0]
+    return min(found)[1] if found else None
 
 
 @dataclass(frozen=True)
@@ -239,7 +254,11 @@ def gather(fp: Fingerprint, entry: Entry, turn: float) -> Evidence:
     if opposite:
         signal("opposite_words", f"{opposite[0]!r} became {opposite[1]!r}", "opposite_words")
     if _order_swapped(probe.entities, cached.entities) and _ORDER_MATTERS.search(b) and _ORDER_MATTERS.search(a):
-        signal("entity_order", "the same entities in another order (from/to, A vs B)", "entity_order")
+        start_a, start_b = _origin(a, cached.entities), _origin(b, probe.entities)
+        if start_a and start_b and start_a != start_b:
+            signal("direction_reversed", "the same two places, the other way round", "entity_order")
+        else:
+            signal("entity_order", "the same entities in another order (A vs B)", "entity_order")
     roles = _roles_swapped(a, b, (*cached.nouns, *probe.nouns))
     if roles:
         signal("roles_swapped", f"{roles[0]!r} and {roles[1]!r} trade places", "roles_swapped")

@@ -37,6 +37,7 @@ _TABLE: tuple[tuple[str, str, str], ...] = (
     ("quantity_change", "veto", "a normalised number, amount, date or time was replaced by another"),
     ("intent_reversal", "veto", "one request negates or reverses what the other asks"),
     ("opposite_actions", "veto", "the requests ask for opposite actions (enable / disable)"),
+    ("direction_reversed", "veto", "the same two places the other way round (from / to)"),
     # context: the history, scored apart from the turn
     ("context_dependent", "context", "a global entry cannot answer a turn that refers back"),
     ("context_mismatch", "context", "only one request has a history, or the histories are far apart"),

@@ -72,13 +72,16 @@ class TreeVerifier:
         p = np.exp(raw)
         return p / p.sum(axis=1, keepdims=True)
 
-    def operating_point(self, tier: str, context: bool = True) -> float:
-        """The P(same) a hit needs in a risk tier, for a request with a history or without
-        (``"low"`` / ``"low:single"``), as calibrated by ``smartcache train``; the strictest
-        point for a tier it has none for."""
+    def operating_point(self, tier: str, context: bool = True, lang: str = "") -> float:
+        """The P(same) a hit needs, as calibrated by ``smartcache train``: per risk tier, for a
+        request with a history or without (``"low"`` / ``"low:single"``), per language where
+        calibrated (``"low@en"``); else the kind's pooled point, else the strictest."""
         points = self.meta.get("operating_points", {})
         key = tier if context else f"{tier}:single"
-        return float(points.get(key, points.get("context" if context else "single", points.get("default", 0.999))))
+        for name in (f"{key}@{lang}", key, "context" if context else "single"):
+            if name in points:
+                return float(points[name])
+        return float(points.get("default", 0.999))
 
     # -- serialisation ------------------------------------------------------------------
 

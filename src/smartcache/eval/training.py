@@ -257,9 +257,19 @@ def wilson_lower(k: int, n: int, z: float = 1.645) -> float:
     return max(0.0, (centre - spread) / (1 + z * z / n))
 
 
-def point_key(tier: str, context: bool) -> str:
-    """Operating points are kept per risk tier, apart for requests with and without a history."""
-    return tier if context else f"{tier}:single"
+def point_key(tier: str, context: bool, lang: str | None = None) -> str:
+    """Operating points are kept per risk tier, apart for requests with and without a history,
+    and per language where the calibration split resolves one: "low", "low:single", "low@en"."""
+    key = tier if context else f"{tier}:single"
+    return f"{key}@{lang}" if lang else key
+
+
+def lookup_point(points: dict[str, float], tier: str, context: bool, lang: str) -> float:
+    """The most specific point there is: tier, kind and language; tier and kind; kind; default."""
+    for key in (point_key(tier, context, lang), point_key(tier, context), "context" if context else "single"):
+        if key in points:
+            return points[key]
+    return points.get("default", 0.999)
 
 
 def case_outcomes(h: Harvest, p_same: np.ndarray, thresholds: dict[str, float]) -> list[tuple[bool, bool]]:
@@ -273,9 +283,7 @@ def case_outcomes(h: Harvest, p_same: np.ndarray, thresholds: dict[str, float]) 
     out = []
     for i, meta in enumerate(h.cases):
         p, is_target = best.get(i, (-1.0, False))
-        context = meta.get("context", True)
-        needed = thresholds.get(point_key(meta["tier"], context),
-                                thresholds.get("context" if context else "single", thresholds.get("default", 1.0)))
+        needed = lookup_point(thresholds, meta["tier"], meta.get("context", True), meta.get("lang", ""))
         served = p >= needed
         out.append((served, served and is_target and meta["expect"] == "hit"))
     return out
@@ -319,13 +327,21 @@ def operating_points(h: Harvest, p_same: np.ndarray, budget: float, single_budge
     lowest threshold within budget on the selected (calibration) cases. A tier with too few
     negatives to resolve its bound takes the threshold of its kind pooled over tiers."""
     points: dict[str, float] = {}
+    langs = sorted({m.get("lang", "") for m in h.cases if m.get("lang")})
     for kind, context, rate in (("context", True, budget), ("single", False, single_budget or budget)):
-        pooled = lowest_safe(h, p_same, rate, lambda m: select(m) and m.get("context", True) == context)
+        of_kind = lambda m, c=context: select(m) and m.get("context", True) == c
+        pooled = lowest_safe(h, p_same, rate, of_kind)
         points[kind] = 0.999 if pooled is None else pooled
         for tier in tiers:
-            own = lowest_safe(h, p_same, rate, lambda m, t=tier: select(m) and m["tier"] == t
-                              and m.get("context", True) == context)
+            own = lowest_safe(h, p_same, rate, lambda m, t=tier: of_kind(m) and m["tier"] == t)
             points[point_key(tier, context)] = points[kind] if own is None else own
+            for lang in langs:
+                # A language's own point only where its cases resolve the bound, and never looser
+                # than the pooled one: one language's ease must not lend the other recall.
+                mine = lowest_safe(h, p_same, rate, lambda m, t=tier, l=lang: of_kind(m) and m["tier"] == t
+                                   and m.get("lang") == l)
+                if mine is not None:
+                    points[point_key(tier, context, lang)] = mine
     points["default"] = max(points.values())
     return points
 
@@ -341,6 +357,6 @@ def export(model, meta: dict[str, Any]) -> TreeVerifier:
     return TreeVerifier.from_sklearn(model, FEATURES, meta)
 
 
-__all__ = ["Harvest", "LABEL", "PARAMS", "calibration_split", "case_outcomes", "lowest_safe", "point_key", "export", "family_of", "family_weights", "fit",
+__all__ = ["Harvest", "LABEL", "PARAMS", "calibration_split", "case_outcomes", "lookup_point", "lowest_safe", "point_key", "export", "family_of", "family_weights", "fit",
            "harvest", "harvest_dir", "held_out_predictions", "operating_points", "tally", "upper_bound",
            "wilson_lower"]
