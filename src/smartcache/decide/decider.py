@@ -32,6 +32,9 @@ class Gate:
     cacheable: bool
 
 
+WEIGHED = 4   # candidates the verifier weighs per request (the store's top-k is wider)
+
+
 def tier_of(domain: str) -> str:
     return "high" if domain in HIGH_RISK_DOMAINS else "medium" if domain in ("support", "code") else "low"
 
@@ -119,8 +122,10 @@ class Decider:
 
     def evidence(self, fp: Fingerprint, candidates: Sequence[ScoredEntry], limits: Thresholds
                  ) -> tuple[list[Evidence], list[ScoredEntry]]:
-        """Evidence on the candidates at or above the similarity floor, and those below it."""
-        above = [c for c in candidates if c.similarity >= limits.half_hit]
+        """Evidence on the ``WEIGHED`` most similar candidates at or above the similarity floor,
+        and the candidates below it. Further candidates are not weighed: each costs a few
+        milliseconds of rules, and the store returns them most similar first."""
+        above = [c for c in candidates if c.similarity >= limits.half_hit][:WEIGHED]
         below = [c for c in candidates if c.similarity < limits.half_hit]
         return [gather(fp, c.entry, c.similarity) for c in above], below
 

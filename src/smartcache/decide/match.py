@@ -17,6 +17,7 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -48,11 +49,14 @@ _PLACEHOLDER = {m: chr(0xE000 + i) for i, group in enumerate(_SYNONYMS) for m in
 _SHOWN = str.maketrans({chr(0xE000 + i): "|".join(sorted(group, key=len)[:2]) for i, group in enumerate(_SYNONYMS)})
 
 
-def _tokens(text: str) -> list[str]:
+@lru_cache(maxsize=65536)
+def _tokens(text: str) -> tuple[str, ...]:
+    """The diff's tokens of a text; memoised, since every rule of every candidate diffs the same
+    request text (and tuples, so no caller can change a shared result)."""
     text = _ZH_FILLER.sub("", text.lower())
     text = _SYNONYM_RX.sub(lambda m: _PLACEHOLDER[m.group(0)], text)
     tokens = (t.strip(".'-") or t for t in _TOKEN.findall(text))     # quotes around a word are not part of it
-    return [_singular(t) for t in tokens if t not in _FILLER]
+    return tuple(_singular(t) for t in tokens if t not in _FILLER)
 
 
 def _singular(token: str) -> str:
@@ -372,6 +376,10 @@ def _roles_swapped(a: str, b: str, nouns: tuple[str, ...]) -> tuple[str, str] | 
     if len(both) < 2 or len(both) > 12:
         return None
     ta, tb = _tokens(a), _tokens(b)
+    # Two words trading places keep the words: texts that share few cannot be a swap of each
+    # other (the share test below needs 0.85), so the pairwise exchanges are skipped.
+    if len(set(ta) & set(tb)) < 0.5 * max(len(set(ta)), len(set(tb))):
+        return None
     base = _common_share(ta, tb)
     for i, x in enumerate(both):
         for y in both[i + 1:]:
