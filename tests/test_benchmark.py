@@ -137,7 +137,7 @@ def test_calibrate_from_cases_writes_per_domain_thresholds(tmp_path):
     table = load_config(out / "thresholds.toml").table_for("use-multilingual")
     assert {"travel", "support", "code", "writing"} <= set(table.by_domain)
     for limits in table.by_domain.values():
-        assert 0.45 <= limits.hit <= 1.0 and limits.half_hit <= limits.hit
+        assert limits.half_hit <= limits.hit <= 1.0
     assert "| travel | travel |" in (out / "calibration.md").read_text(encoding="utf-8")
     assert (out / "calibration.png").read_bytes()[:4] == b"\x89PNG"
 

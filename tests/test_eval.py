@@ -67,8 +67,12 @@ def test_scoring_follows_cases_md(cases):
     outcomes = [Outcome("hit", PLAN), Outcome("hit", PLAN), Outcome("miss", None), Outcome("half_hit", None)]
     result = score(loaded, outcomes)["overall"]
     # 1 of 1 positives hit; 1 false hit (h1 served) over 3 negatives; 2 served, 1 correct.
+    bounds = {k: result.pop(k) for k in ("hit_recall_lower95", "false_hit_rate_upper95")}
     assert result == {"n": 4, "hits": 1, "false_hits": 1, "hit_recall": 1.0, "false_hit_rate": 1 / 3,
                       "precision_at_hit": 0.5, "zone_accuracy": 0.5}
+    # Wilson lower bound of 1 of 1, Clopper-Pearson upper bound of 1 of 3 (one-sided 95 %).
+    assert bounds == {"hit_recall_lower95": pytest.approx(0.2699, abs=1e-3),
+                      "false_hit_rate_upper95": pytest.approx(0.8647, abs=1e-3)}
     wrong_entry = score(loaded[:1], [Outcome("hit", "another answer")])["overall"]
     assert wrong_entry["hits"] == 0 and wrong_entry["false_hits"] == 1
 

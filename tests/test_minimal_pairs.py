@@ -36,7 +36,7 @@ def test_minimal_pair_is_never_a_hit(cache, cached, probe, reason):
     assert decision.has_reason(reason), decision.reasons
 
 
-@pytest.mark.parametrize("cached, probe", [
+PARAPHRASES = [
     ("求韩国电影爱人完整版", "求韩国爱人电影完整版"),                 # side by side: one compound
     ("苹果和香蕉哪个更有营养", "香蕉和苹果哪个更有营养"),             # a list has no roles
     ("八宝粥哪个牌子的比较好吃？", "哪个牌子的八宝粥比较好吃"),       # one modifies the other
@@ -45,8 +45,29 @@ def test_minimal_pair_is_never_a_hit(cache, cached, probe, reason):
     ("我平时不太上网，帮我推荐一下北京景区附近的酒店", "帮我推荐一下北京景区附近的酒店"),  # background
     ("内卷是什么意思", "内卷什么意思啊"),
     ("What does idempotent mean?", "what does 'idempotent' mean"),
-])
-def test_paraphrase_next_to_a_minimal_pair_hits(cache, cached, probe):
+]
+
+
+@pytest.mark.parametrize("cached, probe", PARAPHRASES)
+def test_paraphrase_next_to_a_minimal_pair_hits_on_the_rules_only_path(make_cache, cached, probe):
+    cache = make_cache(use_verifier=False)
     remember(cache, [SYSTEM, U(cached)], f"answer: {cached}")
     decision = cache.lookup([SYSTEM, U(probe)], session="s1")
     assert decision.zone is Zone.HIT, decision.reasons
+
+
+def test_the_verifier_serves_most_seed_paraphrases_and_no_trap(cache):
+    """On the verifier path every trap above is a miss (test_minimal_pair_is_never_a_hit and the
+    seed traps), and the paraphrases beside them are served at the calibrated operating point
+    with a recall floor: 11 of the 15 hit when this was written (the four misses are in the
+    README); fewer than 10 is a regression."""
+    from test_seed_traps import PARAPHRASES as SEED
+    from test_seed_traps import SYSTEM as SEED_SYSTEM
+
+    pairs = [(SEED_SYSTEM, a, b) for a, b in SEED] + [(SYSTEM, a, b) for a, b in PARAPHRASES]
+    served = 0
+    for i, (system, cached, probe) in enumerate(pairs):
+        remember(cache, [system, U(cached)], f"answer {i}", session=f"p{i}")
+        decision = cache.lookup([system, U(probe)], session=f"p{i}")
+        served += decision.zone is Zone.HIT and decision.answer == f"answer {i}"
+    assert served >= 10, f"{served} of {len(pairs)} paraphrases served"

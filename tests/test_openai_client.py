@@ -58,7 +58,7 @@ def test_miss_store_then_hit_streaming(client):
     assert text and chunks[-1].usage is not None and chunks[-1].usage.completion_tokens > 0
     time.sleep(1.2)
     with client.chat.completions.with_streaming_response.create(
-            model=MODEL, messages=[SYSTEM, {"role": "user", "content": "I forgot my password, how do I reset it?"}],
+            model=MODEL, messages=[SYSTEM, {"role": "user", "content": "How can I reset my password"}],
             stream=True,
             extra_headers=h, stream_options={"include_usage": True}, **SHORT) as response:
         assert response.headers["x-smartcache-status"] == "hit"

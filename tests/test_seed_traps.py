@@ -33,7 +33,7 @@ def test_trap_is_never_a_hit(cache, cached, probe, reason):
     assert decision.has_reason(reason), decision.reasons
 
 
-@pytest.mark.parametrize("cached, probe", [
+PARAPHRASES = [
     ("怎么部署这个服务", "这个服务如何部署"),
     ("退款申请多久能到账", "退款一般几天到账"),
     ("周末去杭州玩三天，预算五千以内，帮我排个行程", "周末去杭州玩3天，预算5000以内，帮我排一下行程"),
@@ -41,8 +41,12 @@ def test_trap_is_never_a_hit(cache, cached, probe, reason):
     ("How do I reset my password?", "I forgot my password, how do I reset it?"),
     ("开启 A 功能", "开启A功能"),
     ("帮我写一封请假邮件", "帮我写一封请假的邮件吧"),
-])
-def test_paraphrase_hits(cache, cached, probe):
+]
+
+
+@pytest.mark.parametrize("cached, probe", PARAPHRASES)
+def test_paraphrase_hits_on_the_rules_only_path(make_cache, cached, probe):
+    cache = make_cache(use_verifier=False)
     entry = remember(cache, [SYSTEM, U(cached)], f"答案：{cached}")
     decision = cache.lookup([SYSTEM, U(probe)], session="s1")
     assert decision.zone is Zone.HIT, decision.reasons

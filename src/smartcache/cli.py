@@ -236,7 +236,9 @@ def _calibrate_cases(args: argparse.Namespace) -> int:
         floor = base.table_for(encoder.name).default.half_hit
         # Hit threshold at the floor for every tier and domain: the rules alone decide who is served.
         tables = {"default": {"hit": floor}, "tier": {t: {"hit": floor} for t in ("low", "medium", "high")}}
-        low = load_config(args.config, thresholds={encoder.name: tables})
+        # The cosine thresholds calibrated here are those of the rules-only path (use_verifier =
+        # false); the verifier's operating points come from `smartcache train`.
+        low = load_config(args.config, thresholds={encoder.name: tables}, use_verifier=False)
         table = low.table_for(encoder.name)
         # Domain overrides of a user's config would lift the floor again: drop them here.
         low = dataclasses.replace(low, thresholds={encoder.name: dataclasses.replace(table, by_domain={})})

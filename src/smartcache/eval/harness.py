@@ -38,9 +38,13 @@ class Tally:
 
     def to_json(self) -> dict[str, Any]:
         negatives = self.n - self.positives
+        from smartcache.eval.training import upper_bound, wilson_lower
+
         return {"n": self.n, "hits": self.hits, "false_hits": self.false_hits,
                 "hit_recall": self.hits / self.positives if self.positives else 0.0,
+                "hit_recall_lower95": round(wilson_lower(self.hits, self.positives), 4),
                 "false_hit_rate": self.false_hits / negatives if negatives else 0.0,
+                "false_hit_rate_upper95": round(upper_bound(self.false_hits, negatives), 4),
                 "precision_at_hit": (self.served - self.false_hits) / self.served if self.served else 0.0,
                 "zone_accuracy": self.zone_correct / self.n if self.n else 0.0}
 
