@@ -35,6 +35,9 @@ class ContextSettings:
     system_tail_chars: int = 512
     user_point_chars: int = 200
     assistant_point_chars: int = 240
+    # The rules compare turns with sequence diffs whose cost grows with the square of the
+    # length; a longer turn is analysed by its head and tail only, and never served or stored.
+    max_turn_chars: int = 1500
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,7 @@ class ContextView:
     history_hash: str
     system_hash: str
     prior_turns: int              # all prior turns, small talk and old ones included
+    oversized: bool = False       # the current turn was longer than max_turn_chars (clipped)
 
     @property
     def has_context(self) -> bool:
@@ -95,6 +99,12 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit].rstrip() + "…"
 
 
+def _bounded(text: str, limit: int) -> str:
+    """Head and tail of a text far longer than any stage reads, so that normalising a pasted
+    document costs no more than normalising what is kept of it."""
+    return text if len(text) <= 4 * limit else f"{text[:2 * limit]}\n{text[-2 * limit:]}"
+
+
 def key_points(role: str, text: str, settings: ContextSettings) -> str:
     """Compress one turn: a user turn keeps its first and last sentence when long;
     an assistant turn keeps its first sentence and the heads of its list items."""
@@ -121,7 +131,7 @@ def build_view(conv: Conversation, settings: ContextSettings | None = None) -> C
     kept: list[tuple[str, str]] = []
     skip_reply = False
     for turn in prior:
-        cased = normalize_text(turn.text, lower=False)
+        cased = normalize_text(_bounded(turn.text, settings.max_turn_chars), lower=False)
         norm = cased.lower()
         if turn.role == "user":
             skip_reply = is_small_talk(norm)
@@ -140,9 +150,13 @@ def build_view(conv: Conversation, settings: ContextSettings | None = None) -> C
         history.append(ViewTurn(role, points.lower(), round(weight, 6), points))
     history.reverse()
     # The first turn that asks something sets the conversation's topic.
-    users = [normalize_text(t.text) for t in conv.turns if t.role == "user"]
+    users = [normalize_text(_bounded(t.text, settings.max_turn_chars)) for t in conv.turns if t.role == "user"]
     first_user = next((u for u in users if not is_small_talk(u)), users[0])
-    current_cased = normalize_text(conv.current, lower=False)
+    current_cased = normalize_text(_bounded(conv.current, settings.max_turn_chars), lower=False)
+    oversized = len(conv.current) > 4 * settings.max_turn_chars or len(current_cased) > settings.max_turn_chars
+    if oversized:
+        half = settings.max_turn_chars // 2
+        current_cased = f"{current_cased[:half]} … {current_cased[-half:]}"
     return ContextView(
         current=current_cased.lower(),
         current_cased=current_cased,
@@ -152,4 +166,5 @@ def build_view(conv: Conversation, settings: ContextSettings | None = None) -> C
         history_hash=conv.history_hash(),
         system_hash=hashlib.sha256(masked_system.encode("utf-8")).hexdigest(),
         prior_turns=len(prior),
+        oversized=oversized,
     )

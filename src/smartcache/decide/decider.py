@@ -60,6 +60,8 @@ class Decider:
         flags = fp.signature.flags
         if fp.time_sensitive:
             return Gate(Zone.MISS, Reason("time_sensitive", "the answer depends on the current time"), False)
+        if fp.view.oversized:
+            return Gate(Zone.MISS, Reason("turn_too_long", "the turn is longer than the rules compare"), False)
         if fp.signature.domain in self.disabled_domains:
             return Gate(Zone.MISS, Reason("domain_disabled", f"caching is off for {fp.signature.domain!r}"), False)
         if not self.switches.change_detection:

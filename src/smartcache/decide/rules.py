@@ -29,6 +29,7 @@ _TABLE: tuple[tuple[str, str, str], ...] = (
     # gate: decided before any candidate is weighed
     ("time_sensitive", "gate", "the answer depends on the current time; never served from cache"),
     ("domain_disabled", "gate", "caching is turned off for the request's domain"),
+    ("turn_too_long", "gate", "the turn is longer than context.max_turn_chars; never served or stored"),
     ("reset", "gate", "the user restarts the conversation"),
     ("correction", "gate", "the user corrects an earlier answer"),
     ("no_candidate", "gate", "nothing is cached in the request's scope"),

@@ -153,10 +153,16 @@ class MiniLMEncoder:
 
 
 class MemoEncoder:
-    """Bounded LRU memo in front of an encoder; encodes only the texts it has not seen, in one batch."""
+    """Bounded LRU memo in front of an encoder; encodes only the texts it has not seen, in one batch.
 
-    def __init__(self, inner: Encoder, capacity: int = 50_000) -> None:
+    Texts are cut to their first ``max_chars`` characters first: the encoders were trained on
+    sentences and short passages (USE and e5 see at most 512 tokens), so more text changes a
+    vector little while its cost keeps growing, and a huge input must not reach ONNX Runtime.
+    """
+
+    def __init__(self, inner: Encoder, capacity: int = 50_000, *, max_chars: int = 2048) -> None:
         self.inner = inner
+        self.max_chars = max_chars
         self.name = inner.name
         self.dim = inner.dim
         self.capacity = capacity
@@ -166,6 +172,7 @@ class MemoEncoder:
         self.misses = 0
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
+        texts = [t if len(t) <= self.max_chars else t[:self.max_chars] for t in texts]
         out = np.empty((len(texts), self.dim), np.float32)
         missing: dict[str, list[int]] = {}
         with self._lock:
