@@ -369,7 +369,9 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"smartcache: error: {exc}", file=sys.stderr)
         return 2
     settings = GatewaySettings(cache_enabled=not args.no_cache, shadow_rate=args.shadow,
-                               regenerate_window_s=args.regenerate_window, default_max_tokens=args.max_tokens)
+                               regenerate_window_s=args.regenerate_window, default_max_tokens=args.max_tokens,
+                               **{name: value for name in ("max_body_bytes", "max_messages", "max_message_chars")
+                                  if (value := getattr(args, name)) is not None})
     app = create_app(cache, engine, settings, admin_token=args.admin_token, auth=auth)
     print(f"smartcache: serving on http://{args.host}:{args.port}  (dashboard: /dashboard)", file=sys.stderr)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level.lower())
@@ -448,6 +450,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("--regenerate-window", type=float, default=60.0, metavar="S",
                        help="an identical request within this many seconds counts as regenerate")
     serve.add_argument("--no-cache", action="store_true", help="forward everything; the engine alone")
+    serve.add_argument("--max-body-bytes", type=int, metavar="N",
+                       help="refuse a larger request body with 413 (default: 8 MiB)")
+    serve.add_argument("--max-messages", type=int, metavar="N",
+                       help="refuse a request with more messages with 400 (default: 1000)")
+    serve.add_argument("--max-message-chars", type=int, metavar="N",
+                       help="refuse a request with a longer message with 400 (default: 400000)")
     serve.add_argument("--store", choices=("sqlite", "memory", "redis"), default="sqlite",
                        help="sqlite (default): entries survive restarts; memory: gone with the process; "
                             "redis: shared by replicas")

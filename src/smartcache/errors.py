@@ -22,7 +22,13 @@ class SmartCacheError(Exception):
 
 
 class InvalidRequest(SmartCacheError, ValueError):
-    """The request (messages, session, tenant, versions, scope) is malformed."""
+    """The request (messages, session, tenant, versions, scope) is malformed. ``code`` and
+    ``param``, when given, go into the gateway's error body."""
+
+    def __init__(self, message: str, *, code: str | None = None, param: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.param = param
 
 
 class ConfigError(SmartCacheError, ValueError):

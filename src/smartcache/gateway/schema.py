@@ -21,7 +21,8 @@ class ChatCompletionRequest(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     model: str = Field(min_length=1, max_length=256)
-    messages: list[dict[str, Any]] = Field(min_length=1, max_length=4096)
+    messages: list[dict[str, Any]] = Field(min_length=1)    # the count limit is GatewaySettings'
+
     stream: bool = False
     stream_options: StreamOptions | None = None
     max_tokens: int | None = Field(default=None, ge=1, le=32768)
