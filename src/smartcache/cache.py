@@ -33,6 +33,7 @@ from smartcache.errors import InvalidRequest, StoreError
 from smartcache.fingerprint import ChangeFlag, Encoder, Fingerprint, Fingerprinter, MemoEncoder, shared_encoder
 from smartcache.lifecycle import FeedbackResult, Lifecycle
 from smartcache.store import Answer, Entry, EntryId, EntryState, MemoryStore, Scope, SearchFilter, Store, VersionKey
+from smartcache.store.guard import GuardedStore, StoreHealth
 
 log = logging.getLogger("smartcache")
 
@@ -92,7 +93,8 @@ class SmartCache:
         self.config = config or load_config()
         base = encoder or shared_encoder(self.config.encoder)
         self.encoder = MemoEncoder(base, self.config.memo_size)
-        self.backend = store if store is not None else make_store(self.config, base.dim)
+        # Every backend is guarded: its faults become StoreError and callers fail open.
+        self.backend = GuardedStore(store if store is not None else make_store(self.config, base.dim))
         self.clock = clock
         self.lifecycle = Lifecycle(self.backend, self.config.lifecycle, clock)
         self.fingerprinter = Fingerprinter(self.encoder, topic_threshold=self.config.topic_threshold)
@@ -122,13 +124,13 @@ class SmartCache:
         session = _check_id(session, "session", required=False)
         tenant = _check_id(tenant, "tenant", required=True)  # type: ignore[assignment]
         fp, version = self.fingerprint(messages, versions=versions)
-        self.lifecycle.tick()
         gate = self.decider.gate(fp)
-        if gate is not None and gate.reason.code in ("reset", "correction") and session is not None:
-            # The session's earlier answers no longer stand; nothing of them may be served again.
-            gone = self.lifecycle.invalidate(tenant=tenant, session_id=session, before=self.clock())
-            self._count("invalidations", gone)
         try:
+            self.lifecycle.tick()
+            if gate is not None and gate.reason.code in ("reset", "correction") and session is not None:
+                # The session's earlier answers no longer stand; nothing of them may be served again.
+                gone = self.lifecycle.invalidate(tenant=tenant, session_id=session, before=self.clock())
+                self._count("invalidations", gone)
             flt = SearchFilter(tenant=tenant, version_key=version.digest(), session_id=session,
                                domain=fp.signature.domain, now=self.clock(),
                                feedback_floor=self.config.lifecycle.feedback_floor)
@@ -143,10 +145,14 @@ class SmartCache:
             self._count("store_errors")
             return self._counted(Decision(Zone.MISS, (Reason("store_error", str(exc)),), cacheable=False))
         decision = self.decider.decide(fp, candidates, continued)
-        if decision.zone is Zone.HIT and decision.entry is not None:
-            self.lifecycle.record_hit(decision.entry.cache_id)
-        if decision.has_reason("validation_failed") and decision.entry is not None:
-            self.lifecycle.penalise(decision.entry.cache_id)
+        try:
+            if decision.zone is Zone.HIT and decision.entry is not None:
+                self.lifecycle.record_hit(decision.entry.cache_id)
+            if decision.has_reason("validation_failed") and decision.entry is not None:
+                self.lifecycle.penalise(decision.entry.cache_id)
+        except StoreError as exc:       # a lost hit count or penalty, never a lost answer
+            log.warning("smartcache store failed after a lookup: %s", exc)
+            self._count("store_errors")
         return self._counted(decision)
 
     def store(self, messages: Any, answer: str, *, session: str | None = None, tenant: str = "default",
@@ -245,8 +251,15 @@ class SmartCache:
     def get(self, cache_id: str) -> Entry | None:
         return self.backend.get(cache_id)
 
+    def store_health(self) -> StoreHealth:
+        """Whether the store answered its last call; while it is down the cache passes through."""
+        return self.backend.health()
+
     def stats(self) -> CacheStats:
-        states = self.backend.count_by_state()
+        try:
+            states = self.backend.count_by_state()
+        except StoreError:      # stats are read while the store is down too: counts unknown
+            states = {}
         with self._lock:
             counts = dict(self._counts)
         zones = {z.value: counts.get(f"zone.{z.value}", 0) for z in Zone}

@@ -58,7 +58,8 @@ class UpstreamEngine:
     async def stream(self, request: EngineRequest) -> AsyncIterator[EngineEvent]:
         body = {**request.extra, "model": request.model, "messages": request.messages, "stream": True,
                 "stream_options": {"include_usage": True}}
-        finish, usage, tool_calls, reasoning = "stop", None, False, []
+        finish, usage, tool_calls, reasoning = None, None, False, []
+        done = False
         try:
             async with self._client.stream("POST", "/chat/completions", json=body) as response:
                 if response.status_code >= 400:
@@ -69,6 +70,7 @@ class UpstreamEngine:
                         continue
                     data = line[5:].strip()
                     if data == "[DONE]":
+                        done = True
                         break
                     try:
                         chunk = json.loads(data)
@@ -85,10 +87,18 @@ class UpstreamEngine:
                     yield TextDelta(text, raw=chunk)
         except httpx.TimeoutException as exc:
             raise EngineError(f"upstream timed out: {exc}", status=504, code="upstream_timeout") from None
-        except httpx.TransportError as exc:
+        except httpx.ConnectError as exc:
             raise EngineError(f"upstream unreachable at {self.base_url}: {exc}", status=502,
                               code="upstream_unreachable") from None
-        yield Finished(finish, usage or Usage(0, 0), tool_calls=tool_calls, reasoning="".join(reasoning))
+        except httpx.TransportError as exc:     # the connection broke during the answer
+            raise EngineError(f"upstream connection failed: {exc!r}", status=502, code="upstream_cut") from None
+        if not done and finish is None:
+            # The connection closed before the answer said it was finished: a cut answer,
+            # which must never be taken (and cached) as complete.
+            raise EngineError("upstream stream ended before the answer was finished", status=502,
+                              code="upstream_cut")
+        yield Finished(finish or "stop", usage or Usage(0, 0), tool_calls=tool_calls,
+                       reasoning="".join(reasoning))
 
     @staticmethod
     def _status_error(response: httpx.Response) -> EngineError:

@@ -79,6 +79,8 @@ def admin_router(service, token: str | None, *, closed: bool = False) -> APIRout
                                       "invalid_admin_token")
 
     router = APIRouter(prefix="/admin", dependencies=[Depends(check)])
+    # Handlers that touch the store are plain functions: FastAPI runs them on its thread
+    # pool, so a Redis round trip never stalls the event loop.
 
     def require(cache_id: str, action: str) -> Entry:
         entry = cache.get(cache_id)
@@ -88,7 +90,7 @@ def admin_router(service, token: str | None, *, closed: bool = False) -> APIRout
         return entry
 
     @router.get("/stats")
-    async def stats() -> dict[str, Any]:
+    def stats() -> dict[str, Any]:
         audit("stats", None, level=logging.DEBUG)       # the dashboard polls it every 2 s
         s = cache.stats()
         totals = service.totals
@@ -119,7 +121,7 @@ def admin_router(service, token: str | None, *, closed: bool = False) -> APIRout
         return {"data": service.recent_json(limit)}
 
     @router.get("/entries")
-    async def entries(tenant: str | None = None, session: str | None = None, state: str | None = None,
+    def entries(tenant: str | None = None, session: str | None = None, state: str | None = None,
                       limit: int = Query(100, ge=1, le=1000)) -> dict[str, Any]:
         audit("list_entries", tenant, session=session, state=state)
         states = None
@@ -133,33 +135,33 @@ def admin_router(service, token: str | None, *, closed: bool = False) -> APIRout
         return {"data": [entry_json(e) for e in found[:limit]], "total": len(found)}
 
     @router.get("/entries/{cache_id}")
-    async def entry(cache_id: str) -> dict[str, Any]:
+    def entry(cache_id: str) -> dict[str, Any]:
         return entry_json(require(cache_id, "inspect"), full=True)
 
     @router.delete("/entries/{cache_id}")
-    async def drop(cache_id: str) -> dict[str, Any]:
+    def drop(cache_id: str) -> dict[str, Any]:
         require(cache_id, "drop")
         return {"id": cache_id, "deleted": cache.backend.delete(cache_id)}
 
     @router.post("/entries/{cache_id}/promote")
-    async def promote(cache_id: str, body: PromoteBody) -> dict[str, Any]:
+    def promote(cache_id: str, body: PromoteBody) -> dict[str, Any]:
         require(cache_id, "promote")
         return entry_json(cache.promote(cache_id, to_global=body.to_global))
 
     @router.post("/entries/{cache_id}/feedback")
-    async def feedback(cache_id: str, body: KindBody) -> dict[str, Any]:
+    def feedback(cache_id: str, body: KindBody) -> dict[str, Any]:
         require(cache_id, f"feedback_{body.kind}")
         result = cache.feedback(cache_id, body.kind)
         return {"id": result.cache_id, "state": result.state.value, "score": result.feedback_score}
 
     @router.post("/sessions/{session}/invalidate")
-    async def invalidate_session(session: str, tenant: str = "default") -> dict[str, Any]:
+    def invalidate_session(session: str, tenant: str = "default") -> dict[str, Any]:
         audit("invalidate_session", tenant, session=session)
         return {"session": session, "tenant": tenant, "invalidated": cache.invalidate(tenant=tenant,
                                                                                       session=session)}
 
     @router.post("/versions/bump")
-    async def bump(body: BumpBody) -> dict[str, Any]:
+    def bump(body: BumpBody) -> dict[str, Any]:
         audit("bump_version", body.tenant, model=body.model)
         return {"tenant": body.tenant, "model": body.model,
                 "invalidated": service.bump_version(body.tenant, body.model)}

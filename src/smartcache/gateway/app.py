@@ -23,6 +23,7 @@ from smartcache.errors import (
 from smartcache.gateway.admin import FeedbackBody, admin_router
 from smartcache.gateway.auth import OPEN, AuthPolicy, Principal
 from smartcache.gateway.controls import read_controls
+from smartcache.gateway.limits import BodyLimit, check_messages
 from smartcache.gateway.schema import ChatCompletionRequest, error_body
 from smartcache.gateway.service import ChatService, GatewaySettings
 
@@ -67,6 +68,7 @@ def create_app(cache: SmartCache, engine, settings: GatewaySettings | None = Non
 
     app = FastAPI(title="SmartCache gateway", version="0.1.0", lifespan=lifespan)
     app.state.service = service
+    app.add_middleware(BodyLimit, max_bytes=service.settings.max_body_bytes)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -94,7 +96,7 @@ def create_app(cache: SmartCache, engine, settings: GatewaySettings | None = Non
 
     @app.exception_handler(InvalidRequest)
     async def _bad(_: Request, exc: InvalidRequest) -> JSONResponse:
-        return _error(400, str(exc))
+        return _error(400, str(exc), code=exc.code, param=exc.param)
 
     @app.exception_handler(EngineError)
     async def _engine(_: Request, exc: EngineError) -> JSONResponse:
@@ -123,6 +125,11 @@ def create_app(cache: SmartCache, engine, settings: GatewaySettings | None = Non
             first = errors[0] if errors else {}
             where = ".".join(str(p) for p in first.get("loc", ()))
             return _error(400, f"{where or 'body'}: {first.get('msg', str(exc))}", param=where or None)
+        if req.n != 1:
+            return _error(400, "n > 1 is not supported: this gateway returns one choice per request",
+                          code="unsupported_n", param="n")
+        settings = service.settings
+        check_messages(req.messages, max_messages=settings.max_messages, max_message_chars=settings.max_message_chars)
         if not getattr(engine, "accepts_any_model", False) and req.model != engine.model_id:
             return _error(404, f"the model '{req.model}' does not exist; this gateway serves '{engine.model_id}'",
                           code="model_not_found", param="model")
@@ -141,13 +148,22 @@ def create_app(cache: SmartCache, engine, settings: GatewaySettings | None = Non
             data = [{"id": engine.model_id, "object": "model", "created": 0, "owned_by": "smartcache"}]
         return {"object": "list", "data": data}
 
+    # Handlers that touch the store are plain functions, run on the thread pool (see admin.py).
     @app.get("/health")
-    async def health() -> dict[str, Any]:
-        return {"status": "ok", "model": engine.model_id, "encoder": cache.encoder.name,
-                "entries": len(cache.backend), "cache_enabled": service.settings.cache_enabled}
+    def health() -> dict[str, Any]:
+        """"ok", or "degraded" while the store fails: requests are then passed through to the
+        engine uncached, and the gateway recovers by itself once the store answers again."""
+        try:
+            entries: int | None = len(cache.backend)
+        except SmartCacheError:
+            entries = None
+        store = cache.store_health()
+        return {"status": "ok" if store.up else "degraded", "model": engine.model_id, "encoder": cache.encoder.name,
+                "entries": entries, "cache_enabled": service.settings.cache_enabled,
+                "store": {"up": store.up, "since": store.since, "error": store.last_error}}
 
     @app.get("/metrics")
-    async def metrics() -> Response:
+    def metrics() -> Response:
         return Response(service.metrics.render(), media_type="text/plain; version=0.0.4")
 
     @app.get("/dashboard", response_class=HTMLResponse)
@@ -156,7 +172,7 @@ def create_app(cache: SmartCache, engine, settings: GatewaySettings | None = Non
         return HTMLResponse(page)
 
     @app.post("/v1/smartcache/feedback")
-    async def feedback(request: Request, body: FeedbackBody, caller: Principal = Depends(principal)
+    def feedback(request: Request, body: FeedbackBody, caller: Principal = Depends(principal)
                        ) -> dict[str, Any]:
         """A client's verdict on an answer it was given (the entry id comes in x-smartcache-entry)."""
         controls = read_controls(request.headers, {}, caller, auth)

@@ -5,26 +5,37 @@ from __future__ import annotations
 from typing import Callable, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+from smartcache.store.guard import StoreHealth
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 
 
 class _EntriesCollector:
-    """Entries by state, read from the cache at scrape time."""
+    """Entries by state and the store's health, read from the cache at scrape time."""
 
-    def __init__(self, by_state: Callable[[], Mapping[str, int]]) -> None:
+    def __init__(self, by_state: Callable[[], Mapping[str, int]],
+                 store_health: Callable[[], StoreHealth] | None) -> None:
         self._by_state = by_state
+        self._store_health = store_health
 
     def collect(self):
         family = GaugeMetricFamily("smartcache_entries", "Cache entries by state", labels=["state"])
         for state, n in self._by_state().items():
             family.add_metric([state], n)
         yield family
+        if self._store_health is not None:
+            health = self._store_health()
+            yield GaugeMetricFamily("smartcache_store_up", "1 while the store answers; 0: degraded, the cache "
+                                    "passes requests through", value=float(health.up))
+            yield CounterMetricFamily("smartcache_store_failures", "Store calls that failed since start",
+                                      value=health.failures)
 
 
 class GatewayMetrics:
-    def __init__(self, entries_by_state: Callable[[], Mapping[str, int]]) -> None:
+    def __init__(self, entries_by_state: Callable[[], Mapping[str, int]],
+                 store_health: Callable[[], StoreHealth] | None = None) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
         self.requests = Counter("smartcache_requests_total", "Chat requests by cache status",
@@ -48,7 +59,7 @@ class GatewayMetrics:
                               ["outcome"], registry=r)
         self.engine_errors = Counter("smartcache_engine_errors_total", "Engine failures by code", ["code"],
                                      registry=r)
-        r.register(_EntriesCollector(entries_by_state))
+        r.register(_EntriesCollector(entries_by_state, store_health))
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -50,6 +50,9 @@ class GatewaySettings:
     timeline_bucket_s: float = 10.0
     timeline_buckets: int = 360
     replay_chunk_chars: int = 8           # a replayed hit streams in pieces of this many characters
+    max_body_bytes: int = 8 * 2**20       # a larger request body is refused with 413
+    max_messages: int = 1000              # ... more messages, or a longer one, with 400
+    max_message_chars: int = 400_000
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,7 @@ class _Turn:
     cacheable: bool = True
     reasons: list[str] = field(default_factory=list)
     docked: int = 0
+    lookup_s: float | None = None
     messages: list[dict[str, Any]] = field(default_factory=list)    # as looked up, sent and stored
 
 
@@ -139,7 +143,7 @@ class ChatService:
         self.cache = cache
         self.engine = engine
         self.settings = settings or GatewaySettings()
-        self.metrics = metrics or GatewayMetrics(lambda: self.cache.stats().by_state)
+        self.metrics = metrics or GatewayMetrics(lambda: self.cache.stats().by_state, self.cache.store_health)
         self.shadow = ShadowVerifier(cache, engine, self.metrics)
         self.recent: deque[DecisionRecord] = deque(maxlen=self.settings.recent_decisions)
         self.timeline: dict[int, Counter[str]] = {}
@@ -169,16 +173,10 @@ class ChatService:
     # -- the chat path ------------------------------------------------------------------
 
     async def handle(self, req: ChatCompletionRequest, controls: RequestControls) -> Outcome:
-        turn = _Turn(req, controls, self.versions(req.model, controls), self._request_key(req, controls),
-                     time.perf_counter())
-        turn.messages, turn.docked = await asyncio.to_thread(self._dock, req.messages, controls)
-        bypass = self._bypass_reason(req, controls)
-        # Repeats count only within a known session: anonymous users asking the same FAQ
-        # are different people, not one user rejecting an answer.
-        regenerate = controls.regenerate or (controls.session is not None and self._is_repeat(turn.key))
-        if regenerate:
-            turn.reasons.append("regenerate")
-            await self._on_regenerate(turn.key)
+        turn = _Turn(req, controls, {}, self._request_key(req, controls), time.perf_counter())
+        # Every store call runs on a worker thread: on Redis each is a network round trip
+        # that would stall every other request on the event loop.
+        bypass, regenerate = await asyncio.to_thread(self._prepare, turn)
         if bypass:
             turn.status = "bypass"
             turn.reasons.append(bypass)
@@ -187,7 +185,8 @@ class ChatService:
             began = time.perf_counter()
             decision = await asyncio.to_thread(self.cache.lookup, turn.messages, session=controls.session,
                                                tenant=controls.tenant, versions=turn.versions)
-            self.metrics.lookup_latency.observe(time.perf_counter() - began)
+            turn.lookup_s = time.perf_counter() - began
+            self.metrics.lookup_latency.observe(turn.lookup_s)
             self.metrics.lookups.labels(decision.zone.value).inc()
             self.totals["lookups"] += 1
             self.totals["lookup_hits"] += decision.zone is Zone.HIT
@@ -197,12 +196,33 @@ class ChatService:
             turn.cacheable = decision.cacheable and not controls.no_store
             turn.reasons.extend(r.code for r in decision.reasons)
             if decision.has_reason("correction"):
-                await self._on_correction(controls)
+                await asyncio.to_thread(self._on_correction, controls)
             if decision.zone is Zone.HIT and decision.entry is not None:
                 return await self._serve_hit(turn)
         else:
             turn.cacheable = not controls.no_store
         return await self._forward(turn, turn.messages)
+
+    def _prepare(self, turn: _Turn) -> tuple[str | None, bool]:
+        """The store work before a lookup (a worker thread runs it): the version key, the
+        docked history, and whether this repeats the session's last request. Returns the
+        bypass reason (or None) and whether the request is a regenerate."""
+        req, controls = turn.req, turn.controls
+        try:
+            turn.versions = self.versions(req.model, controls)
+        except SmartCacheError as exc:
+            # Without the version generation a stale answer could pass: no lookup, no write.
+            log.warning("smartcache: store unavailable, passing the request through: %s", exc)
+            turn.messages = req.messages
+            return "store_unavailable", False
+        turn.messages, turn.docked = self._dock(req.messages, controls)
+        # Repeats count only within a known session: anonymous users asking the same FAQ
+        # are different people, not one user rejecting an answer.
+        regenerate = controls.regenerate or (controls.session is not None and self._is_repeat(turn.key))
+        if regenerate:
+            turn.reasons.append("regenerate")
+            self._on_regenerate(turn.key)
+        return self._bypass_reason(req, controls), regenerate
 
     def _dock(self, messages: list[dict[str, Any]], controls: RequestControls) -> tuple[list[dict[str, Any]], int]:
         """Restore the bytes of an answer this session was given, when the client re-sent it
@@ -215,7 +235,11 @@ class ChatService:
         if previous.get("role") != "assistant" or not isinstance(content, str):
             return messages, 0
         squashed = _squash(content)
-        for entry in self.cache.backend.find(tenant=controls.tenant, session_id=controls.session):
+        try:
+            entries = self.cache.backend.find(tenant=controls.tenant, session_id=controls.session)
+        except SmartCacheError:
+            return messages, 0      # the lookup that follows fails open too
+        for entry in entries:
             if entry.answer.text != content and _squash(entry.answer.text) == squashed:
                 return dock_history(messages, entry.answer.text)
         return messages, 0
@@ -225,8 +249,6 @@ class ChatService:
             return "cache_disabled"
         if req.uses_tools:
             return "tools"
-        if req.n != 1:
-            return "n_choices"
         if req.messages[-1].get("role") != "user":
             return "last_turn_not_user"
         if controls.no_cache:
@@ -267,31 +289,33 @@ class ChatService:
     def _is_repeat(self, key: str) -> bool:
         return self._recall(f"answered:{key}") is not None
 
-    async def _on_regenerate(self, key: str) -> None:
+    def _on_regenerate(self, key: str) -> None:
         seen = self._recall(f"answered:{key}", take=True)
         if seen is None or seen.entry_id is None:
             return
         if seen.was_hit:
             self._polluted()
-        await self._feedback(seen.entry_id, "regenerate")
+        self._feedback(seen.entry_id, "regenerate")
 
-    async def _on_correction(self, controls: RequestControls) -> None:
+    def _on_correction(self, controls: RequestControls) -> None:
         if controls.session is None:
             return
         hit = self._recall(self._last_hit_marker(controls), take=True)
         if hit is not None and hit.entry_id:
             self._polluted()
-            await self._feedback(hit.entry_id, "negative")
+            self._feedback(hit.entry_id, "negative")
 
     def _polluted(self) -> None:
         self.metrics.pollution.inc()
         self.totals["pollution"] += 1
 
-    async def _feedback(self, entry_id: str, kind: str) -> None:
+    def _feedback(self, entry_id: str, kind: str) -> None:
         try:
-            await asyncio.to_thread(self.cache.feedback, entry_id, kind)
+            self.cache.feedback(entry_id, kind)
         except EntryNotFound:
             pass      # evicted or dropped meanwhile: nothing left to mark
+        except SmartCacheError as exc:      # the store is down: the feedback is lost, not the answer
+            log.warning("smartcache: cannot apply %s feedback to %s: %s", kind, entry_id, exc)
 
     def _params(self, req: ChatCompletionRequest) -> GenerationParams:
         return GenerationParams(
@@ -312,6 +336,8 @@ class ChatService:
             headers["x-smartcache-similarity"] = f"{d.scores.turn:.4f}"
         if turn.docked:
             headers["x-smartcache-docked"] = str(turn.docked)
+        if turn.lookup_s is not None:
+            headers["server-timing"] = f"lookup;dur={turn.lookup_s * 1000:.2f}"
         return headers
 
     # -- hits ---------------------------------------------------------------------------
@@ -321,12 +347,9 @@ class ChatService:
         assert d is not None and d.entry is not None
         entry, req = d.entry, turn.req
         answer = entry.answer.text
-        prompt_tokens, completion_tokens = await asyncio.to_thread(self._count, turn.messages, answer)
-        usage = Usage(prompt_tokens, completion_tokens, cached_tokens=prompt_tokens)
         now = time.time()
-        self._remember(f"answered:{turn.key}", _Answered(now, entry.cache_id, True))
-        if turn.controls.session:
-            self._remember(self._last_hit_marker(turn.controls), _Answered(now, entry.cache_id, True))
+        prompt_tokens, completion_tokens = await asyncio.to_thread(self._count_and_remember, turn, answer, now)
+        usage = Usage(prompt_tokens, completion_tokens, cached_tokens=prompt_tokens)
         if d.verify or (self.settings.shadow_rate > 0 and random.random() < self.settings.shadow_rate):
             self.shadow.schedule(entry, self._engine_request(req, turn.messages))
         self.metrics.saved_prompt_tokens.labels("hit").inc(prompt_tokens)
@@ -338,11 +361,16 @@ class ChatService:
                                                                        usage, turn))
         return Outcome(turn.status, headers, stream=self._replay(turn, cid, created, answer, usage))
 
-    def _count(self, messages: list[dict[str, Any]], answer: str) -> tuple[int, int]:
+    def _count_and_remember(self, turn: _Turn, answer: str, now: float) -> tuple[int, int]:
+        """A hit's token counts, and the markers that make a repeat of it a regenerate."""
+        entry_id = turn.decision.entry.cache_id if turn.decision and turn.decision.entry else None
+        self._remember(f"answered:{turn.key}", _Answered(now, entry_id, True))
+        if turn.controls.session:
+            self._remember(self._last_hit_marker(turn.controls), _Answered(now, entry_id, True))
         counter = getattr(self.engine, "count_text_tokens", None)
         completion = counter(answer) if counter else self.engine.count_tokens([{"role": "assistant",
                                                                                 "content": answer}])
-        return self.engine.count_tokens(messages), completion
+        return self.engine.count_tokens(turn.messages), completion
 
     async def _replay(self, turn: _Turn, cid: str, created: int, answer: str, usage: Usage) -> AsyncIterator[bytes]:
         model, step = turn.req.model, self.settings.replay_chunk_chars
@@ -443,27 +471,36 @@ class ChatService:
 
     async def _after_answer(self, turn: _Turn, answer: str, final: Finished, *,
                             first_token_at: float | None = None) -> None:
-        controls = turn.controls
-        entry_id = None
-        if not turn.cacheable:
-            self.metrics.stores.labels("not_cacheable").inc()
-        elif final.finish_reason != "stop" or final.tool_calls:
-            self.metrics.stores.labels(f"finish_{final.finish_reason}").inc()
-        elif controls.session is None:
-            self.metrics.stores.labels("no_session").inc()
-        else:
-            try:
-                result = await asyncio.to_thread(
-                    self.cache.store, turn.messages, answer, session=controls.session, tenant=controls.tenant,
-                    versions=turn.versions, ttl=controls.ttl, prompt_tokens=final.usage.prompt_tokens)
-            except InvalidRequest:
-                result = None
-            self.metrics.stores.labels("stored" if result and result.stored else "refused").inc()
-            entry_id = result.cache_id if result and result.stored else None
-        self._remember(f"answered:{turn.key}", _Answered(time.time(), entry_id, False))
+        outcome = await asyncio.to_thread(self._keep, turn, answer, final)
+        self.metrics.stores.labels(outcome).inc()
         if final.usage.cached_tokens:
             self.metrics.saved_prompt_tokens.labels("kv_prefix").inc(final.usage.cached_tokens)
         self._finish_turn(turn, final.usage, saved=final.usage.cached_tokens, first_token_at=first_token_at)
+
+    def _keep(self, turn: _Turn, answer: str, final: Finished) -> str:
+        """Offer a finished answer to the cache (a worker thread runs it); returns the outcome
+        counted in smartcache_stores_total. Every answer gets exactly one outcome."""
+        controls = turn.controls
+        entry_id, outcome = None, "stored"
+        if not turn.cacheable:
+            outcome = "not_cacheable"
+        elif final.finish_reason != "stop" or final.tool_calls:
+            outcome = f"finish_{final.finish_reason}"
+        elif controls.session is None:
+            outcome = "no_session"
+        else:
+            try:
+                result = self.cache.store(turn.messages, answer, session=controls.session, tenant=controls.tenant,
+                                          versions=turn.versions, ttl=controls.ttl,
+                                          prompt_tokens=final.usage.prompt_tokens)
+            except InvalidRequest:
+                result = None
+            if result is not None and result.stored:
+                entry_id = result.cache_id
+            else:
+                outcome = "store_error" if result and result.reason.startswith("store_error") else "refused"
+        self._remember(f"answered:{turn.key}", _Answered(time.time(), entry_id, False))
+        return outcome
 
     # -- bookkeeping --------------------------------------------------------------------
 

@@ -1,0 +1,144 @@
+"""A store that may fail: its faults become StoreError, its health is known, and a store
+that is down is not asked again on every request.
+
+``SmartCache`` wraps every backend in a ``GuardedStore``. When a call fails the store is
+marked down; for the next ``retry_after_s`` (doubling up to ``max_retry_s`` while it
+stays down) every call fails at once with StoreError instead of waiting on a dead
+connection, and callers fail open (a lookup is a miss, an answer is not cached). The
+first call after that is a probe: when it succeeds the store is up again, with no restart.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Iterator, TypeVar
+
+import numpy as np
+
+from smartcache.errors import StoreError
+from smartcache.store.base import Entry, EntryState, ScoredEntry, SearchFilter, Store
+
+T = TypeVar("T")
+
+
+def _backend_errors() -> tuple[type[BaseException], ...]:
+    errors: list[type[BaseException]] = [StoreError, OSError, sqlite3.Error]
+    try:
+        import redis
+        errors.append(redis.RedisError)
+    except ImportError:  # pragma: no cover - redis is a hard requirement
+        pass
+    return tuple(errors)
+
+
+_FAULTS = _backend_errors()
+
+
+@dataclass(frozen=True)
+class StoreHealth:
+    up: bool
+    since: float                  # wall-clock time of the last change of state
+    last_error: str | None        # the error that took it down (None while up)
+    failures: int                 # failed calls since start
+
+
+class GuardedStore(Store):
+    def __init__(self, inner: Store, *, retry_after_s: float = 1.0, max_retry_s: float = 15.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.inner = inner
+        self.retry_after_s = retry_after_s
+        self.max_retry_s = max_retry_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._down_until = 0.0          # monotonic time before which calls fail fast
+        self._backoff = retry_after_s
+        self._health = StoreHealth(True, time.time(), None, 0)
+
+    def __getattr__(self, name: str) -> Any:
+        # Backend extras (close, integrity, path, corrupt, …) stay reachable.
+        return getattr(self.__dict__["inner"], name)
+
+    def health(self) -> StoreHealth:
+        return self._health
+
+    def _call(self, op: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        with self._lock:
+            if not self._health.up and self._clock() < self._down_until:
+                raise StoreError(f"the store is unavailable ({self._health.last_error}); retrying shortly")
+        try:
+            result = fn(*args, **kwargs)
+        except _FAULTS as exc:
+            self._failed(op, exc)
+            if isinstance(exc, StoreError):
+                raise
+            raise StoreError(f"store {op} failed: {exc}") from exc
+        if not self._health.up:
+            with self._lock:
+                self._backoff = self.retry_after_s
+                self._health = StoreHealth(True, time.time(), None, self._health.failures)
+        return result
+
+    def _failed(self, op: str, exc: BaseException) -> None:
+        with self._lock:
+            was_up = self._health.up
+            if not was_up:
+                self._backoff = min(self._backoff * 2, self.max_retry_s)
+            self._down_until = self._clock() + self._backoff
+            self._health = StoreHealth(False, time.time() if was_up else self._health.since,
+                                       f"{op}: {exc}"[:300], self._health.failures + 1)
+
+    # -- the contract, each call guarded ---------------------------------------------
+
+    def put(self, entry: Entry) -> None:
+        self._call("put", self.inner.put, entry)
+
+    def get(self, cache_id: str) -> Entry | None:
+        return self._call("get", self.inner.get, cache_id)
+
+    def update(self, cache_id: str, **changes: object) -> Entry | None:
+        return self._call("update", self.inner.update, cache_id, **changes)
+
+    def transition(self, cache_id: str, expected: EntryState, **changes: object) -> Entry | None:
+        return self._call("transition", self.inner.transition, cache_id, expected, **changes)
+
+    def add_hit(self, cache_id: str, at: float) -> None:
+        self._call("add_hit", self.inner.add_hit, cache_id, at)
+
+    def delete(self, cache_id: str) -> bool:
+        return self._call("delete", self.inner.delete, cache_id)
+
+    def search(self, flt: SearchFilter, vector: np.ndarray, k: int) -> list[ScoredEntry]:
+        return self._call("search", self.inner.search, flt, vector, k)
+
+    def find(self, *, tenant: str | None = None, session_id: str | None = None,
+             version_key: str | None = None, conversation_hash: str | None = None,
+             prefix_hash: str | None = None, states: Iterable[EntryState] | None = None) -> list[Entry]:
+        return self._call("find", self.inner.find, tenant=tenant, session_id=session_id, version_key=version_key,
+                          conversation_hash=conversation_hash, prefix_hash=prefix_hash, states=states)
+
+    def count_by_state(self) -> dict[str, int]:
+        return self._call("count", self.inner.count_by_state)
+
+    def generation(self, name: str) -> int:
+        return self._call("generation", self.inner.generation, name)
+
+    def bump_generation(self, name: str) -> int:
+        return self._call("bump_generation", self.inner.bump_generation, name)
+
+    def set_marker(self, name: str, value: str, ttl_s: float) -> None:
+        self._call("set_marker", self.inner.set_marker, name, value, ttl_s)
+
+    def get_marker(self, name: str) -> str | None:
+        return self._call("get_marker", self.inner.get_marker, name)
+
+    def take_marker(self, name: str) -> str | None:
+        return self._call("take_marker", self.inner.take_marker, name)
+
+    def __len__(self) -> int:
+        return self._call("count", self.inner.__len__)
+
+    def __iter__(self) -> Iterator[Entry]:
+        return iter(self._call("scan", lambda: list(self.inner)))
