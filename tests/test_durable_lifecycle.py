@@ -258,6 +258,13 @@ def test_a_stale_member_of_the_redis_pending_set_is_dropped(redis_url):
     assert store.pending_due(10.0, 10) == [kept.cache_id]
     assert store.r.zrange(store.pending_key, 0, -1) == [kept.cache_id.encode()]
     assert store.delete(kept.cache_id) and store.r.zcard(store.pending_key) == 0
+    # Pending entries a version without the set wrote join it when a replica starts.
+    old = entry(unit(rng)[0], state=EntryState.PENDING)
+    store.put(old)
+    store.r.zrem(store.pending_key, old.cache_id)
+    assert store.pending_due(10.0, 10) == []
+    assert RedisStore(redis_url, DIM,
+                      prefix=store.prefix).pending_due(10.0, 10) == [old.cache_id]
 
 
 class BrokenQueries(MemoryStore):
@@ -270,3 +277,17 @@ def test_a_failing_promotion_query_fails_open(encoder, clock):
     remember(cache, ASK, PLAN, session="s")
     assert cache.lookup(PARAPHRASE, session="s").zone is Zone.HIT
     assert cache.stats().store_errors == 1
+
+
+def test_redis_usage_reads_created_at_from_hashes_written_before_the_field(redis_url):
+    from smartcache.store.redis import RedisStore
+
+    store = RedisStore(redis_url, DIM, prefix=f"usage{uuid.uuid4().hex[:8]}:")
+    rng = np.random.default_rng(6)
+    new, old = (entry(v).with_changes(created_at=50.0 + i) for i, v in enumerate(unit(rng, 2)))
+    frozen = entry(unit(rng)[0], state=EntryState.FROZEN)
+    for e in (new, old, frozen):
+        store.put(e)
+    store.r.hdel(store._key(old.cache_id), "created")
+    store.add_hit(new.cache_id, 70.0)
+    assert sorted(store.usage()) == sorted([(new.cache_id, 70.0, 1), (old.cache_id, 51.0, 0)])

@@ -29,36 +29,11 @@ import numpy as np
 
 from smartcache.errors import StoreError
 from smartcache.store import codec
+from smartcache.store.redis_scripts import ADD_HIT, PENDING_DUE
 from smartcache.store.base import Doomed, Entry, EntryState, ScoredEntry, SearchFilter, Store, Usage
 
 _SERVABLE = "|".join(s.value for s in EntryState if s.servable)
 _NEVER = 1e300       # expires_at of an entry without a TTL, as a NUMERIC
-
-# EXISTS then HINCRBY from the client would race a delete and recreate a one-field hash.
-_ADD_HIT = """
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  redis.call('HINCRBY', KEYS[1], 'hits', 1)
-  redis.call('HSET', KEYS[1], 'last_hit', ARGV[1])
-  return 1
-end
-return 0
-"""
-
-# The due members of the pending set whose hash is still PENDING; the others are stale (the
-# hash expired, or was written by a version that kept no set) and leave the set, atomically
-# with the check so a put of the same id in between is never undone.
-_PENDING_DUE = """
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
-local live = {}
-for _, id in ipairs(ids) do
-  if redis.call('HGET', ARGV[3] .. id, 'state') == 'pending' then
-    live[#live + 1] = id
-  else
-    redis.call('ZREM', KEYS[1], id)
-  end
-end
-return live
-"""
 
 
 def _tag(value: str) -> str:
@@ -88,8 +63,21 @@ class RedisStore(Store):
                              "--loadmodule …/redisearch.so); Debian's redis-server has no vector search")
         self._ensure_index()
         self.pending_key = f"{prefix}pending"
-        self._add_hit = self.r.register_script(_ADD_HIT)
-        self._pending_due = self.r.register_script(_PENDING_DUE)
+        self._add_hit = self.r.register_script(ADD_HIT)
+        self._pending_due = self.r.register_script(PENDING_DUE)
+        self._backfill_pending()
+
+    def _backfill_pending(self) -> None:
+        """Pending entries written before the pending set existed join it (idempotent, and only
+        the pending ones are read: a few, whatever the size of the cache)."""
+        try:
+            reply = self.r.execute_command("FT.SEARCH", self.index, "@state:{pending}", "RETURN", "1", "data",
+                                           "LIMIT", "0", "10000", "DIALECT", "2")
+            due = {self._id(doc.pop("id")): json.loads(doc["data"])["created_at"] for doc in _docs_with_ids(reply)}
+            if due:
+                self.r.zadd(self.pending_key, due, nx=True)
+        except self._redis_errors as exc:
+            raise StoreError(f"cannot index the pending entries: {exc}") from exc
 
     def _key(self, cache_id: str) -> str:
         return f"{self.prefix}e:{cache_id}"
@@ -252,7 +240,8 @@ class RedisStore(Store):
                 created = {c: json.loads(d)["created_at"] for c, d in zip(old, pipe.execute()) if d}
             except self._redis_errors as exc:
                 raise StoreError(f"Redis read failed: {exc}") from exc
-            rows = [(c, {**doc, "created": created[c]}) for c, doc in rows if "created" in doc or c in created]
+            rows = [(c, doc if "created" in doc else {**doc, "created": created[c]})
+                    for c, doc in rows if "created" in doc or c in created]
         return [Usage(cache_id, max(float(doc["created"]), float(doc.get("last_hit", 0.0))), int(doc.get("hits", 0)))
                 for cache_id, doc in rows]
 
