@@ -84,11 +84,12 @@ class Lifecycle:
                 return promoted
 
     def maybe_tick(self) -> int:
-        """``tick`` at most every min(1 s, window / 2) of the clock, and at once when one of this
-        process's own writes falls due: a lookup on a shared store then pays no round trip for
-        promotion on most calls, and under a fake clock the first lookup past the window promotes."""
+        """``tick`` at most every min(1 s, window / 2) of the clock (50 ms at the least), and at
+        once when one of this process's own writes falls due: a lookup on a shared store then
+        pays no round trip for promotion on most calls, and under a fake clock the first lookup
+        past the window of an entry this process wrote promotes it."""
         now = self.clock()
-        interval = min(1.0, self.config.promotion_window_s / 2)
+        interval = min(1.0, max(self.config.promotion_window_s / 2, 0.05))
         with self._lock:
             due = now - self._last_tick >= interval or bool(self._due_hints and self._due_hints[0] <= now)
         return self.tick() if due else 0

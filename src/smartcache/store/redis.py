@@ -29,8 +29,8 @@ import numpy as np
 
 from smartcache.errors import StoreError
 from smartcache.store import codec
-from smartcache.store.redis_scripts import ADD_HIT, PENDING_DUE
 from smartcache.store.base import Doomed, Entry, EntryState, ScoredEntry, SearchFilter, Store, Usage
+from smartcache.store.redis_scripts import ADD_HIT, PENDING_DUE
 
 _SERVABLE = "|".join(s.value for s in EntryState if s.servable)
 _NEVER = 1e300       # expires_at of an entry without a TTL, as a NUMERIC

@@ -179,7 +179,7 @@ class SqliteStore(Store):
     def pending_due(self, created_before: float, limit: int) -> list[str]:
         with self._lock:
             rows = self._query("SELECT cache_id FROM entries WHERE state = 'pending' AND created_at <= ? "
-                               "ORDER BY created_at, cache_id LIMIT ?", (created_before, limit))
+                               "ORDER BY created_at LIMIT ?", (created_before, limit))
             # A row skipped as unreadable on open is not in the index: never promoted.
             return [cache_id for (cache_id,) in rows if cache_id in self._index]
 
