@@ -89,6 +89,16 @@ class StoreMachine(RuleBasedStateMachine):
             assert {e.cache_id for e in self.store.find(conversation_hash=conv)} == {
                 cid for cid, e in self.model.items() if e.conversation_hash == conv}
 
+    @invariant()
+    def lifecycle_queries_match_the_reference(self):
+        # The state indexes are kept by put / update / delete: they must agree with the entries.
+        pending = {cid for cid, e in self.model.items() if e.state is EntryState.PENDING}
+        assert set(self.store.pending_due(0.0, 10_000)) == pending and self.store.pending_due(-1.0, 10) == []
+        assert set(self.store.purgeable(1.0, 10_000)) == {
+            (cid, False) for cid, e in self.model.items() if e.state is EntryState.INVALID}
+        assert {u.cache_id for u in self.store.usage()} == {
+            cid for cid, e in self.model.items() if e.state is not EntryState.FROZEN}
+
 
 TestStoreMachine = StoreMachine.TestCase
 TestStoreMachine.settings = settings(max_examples=60, stateful_step_count=40, deadline=None)

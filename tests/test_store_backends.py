@@ -78,7 +78,8 @@ def test_sqlite_refuses_another_dimension_and_skips_corrupt_rows(tmp_path):
     with pytest.raises(StoreError, match="32-d"):
         SqliteStore(path, 64)
     with sqlite3.connect(path) as db:
-        db.execute("INSERT INTO entries VALUES ('broken', 't', 's1', 'ready', NULL, '{not json', x'00', NULL)")
+        db.execute("INSERT INTO entries (cache_id, tenant, session_id, state, expires_at, fields, turn, context) "
+                   "VALUES ('broken', 't', 's1', 'ready', NULL, '{not json', x'00', NULL)")
     again = SqliteStore(path, DIM)
     assert again.corrupt == 1 and len(again) == 1 and again.get("broken") is None
 

@@ -124,9 +124,13 @@ class SmartCache:
         session = _check_id(session, "session", required=False)
         tenant = _check_id(tenant, "tenant", required=True)  # type: ignore[assignment]
         fp, version = self.fingerprint(messages, versions=versions)
+        try:
+            self.lifecycle.maybe_tick()     # throttled: not a store round trip per lookup
+        except StoreError as exc:           # promotion waits for the next tick; the lookup goes on
+            log.error("smartcache store failed while promoting pending entries: %s", exc)
+            self._count("store_errors")
         gate = self.decider.gate(fp)
         try:
-            self.lifecycle.tick()
             if gate is not None and gate.reason.code in ("reset", "correction") and session is not None:
                 # The session's earlier answers no longer stand; nothing of them may be served again.
                 gone = self.lifecycle.invalidate(tenant=tenant, session_id=session, before=self.clock())

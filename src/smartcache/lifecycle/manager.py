@@ -8,21 +8,28 @@
 
 A pending entry is never served: an answer the user regenerates or corrects
 within the window must not reach anyone else first.
+
+What is due for promotion, what purge deletes and what eviction weighs are asked
+of the store, never remembered by this process: a process restarted on the same
+SQLite file, or any replica on a shared Redis, promotes what another wrote, and
+the compare-and-set transition makes each promotion happen once.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 import threading
-from collections import deque
 from dataclasses import dataclass
 from typing import Callable
 
 from smartcache.config import LifecycleConfig
 from smartcache.errors import EntryNotFound, InvalidRequest, StoreError
-from smartcache.store import Entry, EntryState, Scope, Store
+from smartcache.store import Entry, EntryState, Scope, Store, Usage
 
 FEEDBACK_KINDS = ("positive", "negative", "regenerate")
+_BATCH = 500            # ids asked of the store at a time by tick and purge
+_MAX_HINTS = 100_000    # due times remembered for maybe_tick
 
 
 @dataclass(frozen=True)
@@ -39,30 +46,53 @@ class Lifecycle:
         self.store = store
         self.config = config
         self.clock = clock
-        self._pending: deque[tuple[float, str]] = deque()   # (created_at, id), oldest first
         self._lock = threading.Lock()
+        self._last_tick = -math.inf
+        # When this process's own writes fall due: only a hint of when to tick sooner than the
+        # throttle allows (what to promote always comes from the store). Bounded; losing a hint
+        # delays a promotion by at most the throttle interval.
+        self._due_hints: list[float] = []
         self.evicted = 0
         self.expired = 0
 
     def admit(self, entry: Entry) -> None:
         """Write a new entry (PENDING) and keep the store within capacity."""
-        with self._lock:
-            self.store.put(entry)
-            if entry.state is EntryState.PENDING:
-                self._pending.append((entry.created_at, entry.cache_id))
+        self.store.put(entry)
+        if entry.state is EntryState.PENDING and len(self._due_hints) < _MAX_HINTS:
+            with self._lock:
+                heapq.heappush(self._due_hints, entry.created_at + self.config.promotion_window_s)
         self._evict_if_full()
 
     def tick(self) -> int:
-        """Promote every pending entry whose window has passed; returns how many."""
+        """Promote every pending entry of the store whose window has passed; returns how many
+        this call promoted. Replicas may tick at once: each entry is promoted by one of them."""
         now = self.clock()
-        promoted = 0
         with self._lock:
-            while self._pending and self._pending[0][0] + self.config.promotion_window_s <= now:
-                _, cache_id = self._pending.popleft()
-                # Compare-and-set: a regenerate seen by another replica may have killed it meanwhile.
+            self._last_tick = now
+            while self._due_hints and self._due_hints[0] <= now:
+                heapq.heappop(self._due_hints)
+        promoted = 0
+        while True:
+            due = self.store.pending_due(now - self.config.promotion_window_s, _BATCH)
+            won = 0
+            for cache_id in due:
+                # Compare-and-set: another replica may have promoted it, or a regenerate killed it.
                 if self.store.transition(cache_id, EntryState.PENDING, state=EntryState.READY) is not None:
-                    promoted += 1
-        return promoted
+                    won += 1
+            promoted += won
+            if len(due) < _BATCH or not won:   # the last batch, or one nobody could promote: stop
+                return promoted
+
+    def maybe_tick(self) -> int:
+        """``tick`` at most every min(1 s, window / 2) of the clock (50 ms at the least), and at
+        once when one of this process's own writes falls due: a lookup on a shared store then
+        pays no round trip for promotion on most calls, and under a fake clock the first lookup
+        past the window of an entry this process wrote promotes it."""
+        now = self.clock()
+        interval = min(1.0, max(self.config.promotion_window_s / 2, 0.05))
+        with self._lock:
+            due = now - self._last_tick >= interval or bool(self._due_hints and self._due_hints[0] <= now)
+        return self.tick() if due else 0
 
     def promote(self, cache_id: str, *, to_global: bool = False, _tries: int = 5) -> Entry:
         """Make an entry servable now; ``to_global`` also moves it into the tenant's global pool."""
@@ -150,21 +180,23 @@ class Lifecycle:
         return count
 
     def purge(self) -> int:
-        """Delete invalid and expired entries; returns how many went."""
+        """Delete invalid and expired (not frozen) entries; returns how many went."""
         now = self.clock()
         gone = 0
-        for entry in list(self.store):
-            expired = entry.state is not EntryState.FROZEN and entry.expires_at <= now
-            if entry.state is EntryState.INVALID or expired:
-                self.store.delete(entry.cache_id)
-                gone += 1
-                self.expired += int(expired)
-        return gone
+        while True:
+            doomed = self.store.purgeable(now, _BATCH)
+            deleted = 0
+            for cache_id, expired in doomed:
+                if self.store.delete(cache_id):   # False: another replica purged it first
+                    deleted += 1
+                    self.expired += int(expired)
+            gone += deleted
+            if len(doomed) < _BATCH or not deleted:
+                return gone
 
-    def _priority(self, entry: Entry) -> float:
+    def _priority(self, usage: Usage) -> float:
         """Hit-weighted LRU: recency, plus a bonus that grows with the log of the hit count."""
-        used = max(entry.last_hit_at, entry.created_at)
-        return used + self.config.hit_weight_s * math.log1p(entry.hit_count)
+        return usage.used_at + self.config.hit_weight_s * math.log1p(usage.hit_count)
 
     def _evict_if_full(self) -> None:
         capacity = self.config.capacity
@@ -174,12 +206,11 @@ class Lifecycle:
         excess = len(self.store) - capacity
         if excess <= 0:
             return
-        # Evict a little more than needed so the O(n) scan runs once per ~1 % of writes.
+        # Evict a little more than needed so the O(n) pass over usage runs once per ~1 % of
+        # writes; usage carries three numbers an entry, not the entries themselves.
         batch = max(excess, capacity // 100)
-        victims = sorted((e for e in self.store if e.state is not EntryState.FROZEN), key=self._priority)[:batch]
-        for entry in victims:
-            self.store.delete(entry.cache_id)
-        self.evicted += len(victims)
+        victims = heapq.nsmallest(batch, self.store.usage(), key=self._priority)
+        self.evicted += sum(self.store.delete(v.cache_id) for v in victims)
 
     def _require(self, cache_id: str) -> Entry:
         entry = self.store.get(cache_id)

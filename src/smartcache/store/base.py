@@ -15,7 +15,7 @@ import json
 import threading
 import time
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Iterator, Mapping, NewType
+from typing import Iterable, Iterator, Mapping, NamedTuple, NewType
 
 import numpy as np
 
@@ -157,6 +157,21 @@ class ScoredEntry(tuple):
         return self[1]
 
 
+class Doomed(NamedTuple):
+    """An entry ``purge`` may delete, and why: expired (True) or invalid (False)."""
+
+    cache_id: str
+    expired: bool
+
+
+class Usage(NamedTuple):
+    """What hit-weighted LRU eviction weighs, without the entry's vectors or answer."""
+
+    cache_id: str
+    used_at: float        # max(created_at, last_hit_at)
+    hit_count: int
+
+
 class Store(abc.ABC):
     """The storage contract. Implementations are thread-safe; every method is atomic."""
 
@@ -218,10 +233,37 @@ class Store(abc.ABC):
         return self.update(cache_id, **changes)
 
     def add_hit(self, cache_id: str, at: float) -> None:
-        """Count one hit (a shared store makes this one atomic increment)."""
+        """Count one hit, atomically: concurrent hits are all counted, and a hit on an entry
+        deleted meanwhile does not bring it back. This default is not atomic; every store
+        overrides it."""
         entry = self.get(cache_id)
         if entry is not None:
             self.update(cache_id, hit_count=entry.hit_count + 1, last_hit_at=at)
+
+    # Lifecycle queries: answered from the store's own state, so any replica, or a process
+    # restarted on the same file, sees the same work to do. The defaults read every entry;
+    # each backend answers from an index instead.
+    def pending_due(self, created_before: float, limit: int) -> list[str]:
+        """Ids of PENDING entries created at or before ``created_before``, oldest first, at most
+        ``limit``. Safe to call from many replicas at once: promote with ``transition``."""
+        due = sorted((e.created_at, e.cache_id) for e in self
+                     if e.state is EntryState.PENDING and e.created_at <= created_before)
+        return [cache_id for _, cache_id in due[:limit]]
+
+    def purgeable(self, now: float, limit: int) -> list[Doomed]:
+        """At most ``limit`` entries that are INVALID, or expired at ``now`` and not FROZEN."""
+        out = []
+        for e in self:
+            if e.state is EntryState.INVALID or (e.state is not EntryState.FROZEN and e.expires_at <= now):
+                out.append(Doomed(e.cache_id, e.state is not EntryState.INVALID))
+                if len(out) == limit:
+                    break
+        return out
+
+    def usage(self) -> list[Usage]:
+        """Every entry eviction may take (all but FROZEN), with what its priority needs."""
+        return [Usage(e.cache_id, max(e.created_at, e.last_hit_at), e.hit_count)
+                for e in self if e.state is not EntryState.FROZEN]
 
     @abc.abstractmethod
     def delete(self, cache_id: str) -> bool:

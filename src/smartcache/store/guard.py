@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Iterator, TypeVar
 import numpy as np
 
 from smartcache.errors import StoreError
-from smartcache.store.base import Entry, EntryState, ScoredEntry, SearchFilter, Store
+from smartcache.store.base import Doomed, Entry, EntryState, ScoredEntry, SearchFilter, Store, Usage
 
 T = TypeVar("T")
 
@@ -118,6 +118,19 @@ class GuardedStore(Store):
              prefix_hash: str | None = None, states: Iterable[EntryState] | None = None) -> list[Entry]:
         return self._call("find", self.inner.find, tenant=tenant, session_id=session_id, version_key=version_key,
                           conversation_hash=conversation_hash, prefix_hash=prefix_hash, states=states)
+
+    def pending_due(self, created_before: float, limit: int) -> list[str]:
+        return self._call("pending_due", self.inner.pending_due, created_before, limit)
+
+    def purgeable(self, now: float, limit: int) -> list[Doomed]:
+        return self._call("purgeable", self.inner.purgeable, now, limit)
+
+    def usage(self) -> list[Usage]:
+        return self._call("usage", self.inner.usage)
+
+    def __contains__(self, cache_id: object) -> bool:
+        return self._call("get", lambda: cache_id in self.inner if hasattr(self.inner, "__contains__")
+                          else isinstance(cache_id, str) and self.inner.get(cache_id) is not None)
 
     def count_by_state(self) -> dict[str, int]:
         return self._call("count", self.inner.count_by_state)

@@ -16,13 +16,14 @@ rather than return fewer results than the scan would.
 
 from __future__ import annotations
 
+import heapq
 import threading
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
 import numpy as np
 
-from smartcache.store.base import Entry, EntryState, Scope, ScoredEntry, SearchFilter, Store
+from smartcache.store.base import Doomed, Entry, EntryState, Scope, ScoredEntry, SearchFilter, Store, Usage
 
 _GLOBAL_POOL = "\x00global"
 # Stored entries drop their own copy of the turn vector (the partition matrix holds it):
@@ -148,6 +149,10 @@ class MemoryStore(Store):
         # Follow-up turns look up "the entry whose conversation my history is" on every
         # request: an index keeps that O(1) instead of a scan.
         self._by_conversation: dict[str, set[str]] = {}
+        # The lifecycle's queries (what is due for promotion, what purge may delete) read these
+        # instead of every entry: pending ids with their created_at, and invalid ids.
+        self._pending: dict[str, float] = {}
+        self._invalid: set[str] = set()
         self._lock = threading.RLock()
 
     def put(self, entry: Entry) -> None:
@@ -166,6 +171,17 @@ class MemoryStore(Store):
             if part.graph is None and len(part.ids) > self.ann_above:
                 part.build_graph()
             self._by_conversation.setdefault(entry.conversation_hash, set()).add(entry.cache_id)
+            self._track(entry)
+
+    def _track(self, entry: Entry) -> None:
+        """Keep the state indexes in step with ``entry`` (called with the lock held)."""
+        cache_id = entry.cache_id
+        self._pending.pop(cache_id, None)
+        self._invalid.discard(cache_id)
+        if entry.state is EntryState.PENDING:
+            self._pending[cache_id] = entry.created_at
+        elif entry.state is EntryState.INVALID:
+            self._invalid.add(cache_id)
 
     def _full(self, entry: Entry) -> Entry:
         key, row = self._where[entry.cache_id]
@@ -189,7 +205,16 @@ class MemoryStore(Store):
                 key, row = self._where[cache_id]
                 self._partitions[key].set_row(row, new)
                 self._entries[cache_id] = new.with_changes(turn_vector=_NO_VECTOR)
+                self._track(new)
             return new
+
+    def add_hit(self, cache_id: str, at: float) -> None:
+        # The read and the write under one lock hold: concurrent hits all count, and a hit
+        # racing a delete finds nothing to bring back. Hits change no partition row.
+        with self._lock:
+            old = self._entries.get(cache_id)
+            if old is not None:
+                self._entries[cache_id] = old.with_changes(hit_count=old.hit_count + 1, last_hit_at=at)
 
     def transition(self, cache_id: str, expected: EntryState, **changes: object) -> Entry | None:
         with self._lock:
@@ -208,6 +233,8 @@ class MemoryStore(Store):
     def _drop(self, cache_id: str) -> None:
         key, row = self._where.pop(cache_id)
         entry = self._entries.pop(cache_id)
+        self._pending.pop(cache_id, None)
+        self._invalid.discard(cache_id)
         same = self._by_conversation[entry.conversation_hash]
         same.discard(cache_id)
         if not same:
@@ -290,6 +317,35 @@ class MemoryStore(Store):
                 and (prefix_hash is None or e.prefix_hash == prefix_hash)
                 and (wanted is None or e.state in wanted)
             ]
+
+    def pending_due(self, created_before: float, limit: int) -> list[str]:
+        with self._lock:   # O(pending), not O(entries): the index holds only what awaits its window
+            due = heapq.nsmallest(limit, ((created, cache_id) for cache_id, created in self._pending.items()
+                                          if created <= created_before))
+        return [cache_id for _, cache_id in due]
+
+    def purgeable(self, now: float, limit: int) -> list[Doomed]:
+        with self._lock:
+            out = [Doomed(cache_id, False) for cache_id in list(self._invalid)[:limit]]
+            for part in self._partitions.values():
+                if len(out) >= limit:
+                    break
+                n = len(part.ids)
+                # Expiry is a vectorised test over the partition's arrays: no Python object per entry.
+                for row in np.flatnonzero(~part.frozen[:n] & (part.expires[:n] <= now)):
+                    cache_id = part.ids[int(row)]
+                    if cache_id not in self._invalid:
+                        out.append(Doomed(cache_id, True))
+            return out[:limit]
+
+    def usage(self) -> list[Usage]:
+        with self._lock:   # the stored entries, without copying each one's vector back in
+            return [Usage(e.cache_id, max(e.created_at, e.last_hit_at), e.hit_count)
+                    for e in self._entries.values() if e.state is not EntryState.FROZEN]
+
+    def __contains__(self, cache_id: object) -> bool:
+        with self._lock:
+            return cache_id in self._entries
 
     def __len__(self) -> int:
         with self._lock:

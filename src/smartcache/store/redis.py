@@ -6,9 +6,14 @@ RediSearch index over those hashes (HNSW, cosine) answers lookups: the scope,
 version key, state, expiry, feedback floor and domain are TAG / NUMERIC
 pre-filters inside the KNN query itself, so Redis never returns an entry of
 another tenant or session. A finite TTL is the key's own expiry. Hit counts are
-HINCRBY; an update is a WATCH/MULTI transaction, so replicas never interleave
-half-writes. A state change written by one replica is what the next query of
-any replica sees.
+HINCRBY inside a script that first checks the key exists; an update is a
+WATCH/MULTI transaction, so replicas never interleave half-writes. A state
+change written by one replica is what the next query of any replica sees.
+
+Pending entries are also members of a sorted set (``<prefix>pending``, scored by
+created_at), added and removed in the same MULTI as the hash, so any replica finds
+what is due for promotion, whichever replica wrote it. A member whose hash expired
+(key expiry does not touch the set) is dropped when it is next read.
 
 Needs Redis with the RediSearch module (Redis Stack); plain Redis is refused at
 start-up with a message saying so.
@@ -24,7 +29,8 @@ import numpy as np
 
 from smartcache.errors import StoreError
 from smartcache.store import codec
-from smartcache.store.base import Entry, EntryState, ScoredEntry, SearchFilter, Store
+from smartcache.store.base import Doomed, Entry, EntryState, ScoredEntry, SearchFilter, Store, Usage
+from smartcache.store.redis_scripts import ADD_HIT, PENDING_DUE
 
 _SERVABLE = "|".join(s.value for s in EntryState if s.servable)
 _NEVER = 1e300       # expires_at of an entry without a TTL, as a NUMERIC
@@ -56,6 +62,22 @@ class RedisStore(Store):
                              "the shared store needs Redis Stack (redis-stack-server, or redis-server "
                              "--loadmodule …/redisearch.so); Debian's redis-server has no vector search")
         self._ensure_index()
+        self.pending_key = f"{prefix}pending"
+        self._add_hit = self.r.register_script(ADD_HIT)
+        self._pending_due = self.r.register_script(PENDING_DUE)
+        self._backfill_pending()
+
+    def _backfill_pending(self) -> None:
+        """Pending entries written before the pending set existed join it (idempotent, and only
+        the pending ones are read: a few, whatever the size of the cache)."""
+        try:
+            reply = self.r.execute_command("FT.SEARCH", self.index, "@state:{pending}", "RETURN", "1", "data",
+                                           "LIMIT", "0", "10000", "DIALECT", "2")
+            due = {self._id(doc.pop("id")): json.loads(doc["data"])["created_at"] for doc in _docs_with_ids(reply)}
+            if due:
+                self.r.zadd(self.pending_key, due, nx=True)
+        except self._redis_errors as exc:
+            raise StoreError(f"cannot index the pending entries: {exc}") from exc
 
     def _key(self, cache_id: str) -> str:
         return f"{self.prefix}e:{cache_id}"
@@ -84,6 +106,7 @@ class RedisStore(Store):
             "conv": _hex(entry.conversation_hash), "prefix_hash": _hex(entry.prefix_hash),
             "expires": _NEVER if entry.expires_at == float("inf") else entry.expires_at,
             "feedback": entry.feedback_score, "hits": entry.hit_count, "last_hit": entry.last_hit_at,
+            "created": entry.created_at,     # for eviction, which reads no JSON
             "vec": codec.vector_bytes(entry.turn_vector), "data": codec.dumps(fields),
         }
         if entry.context_vector is not None:
@@ -104,6 +127,10 @@ class RedisStore(Store):
         pipe.hset(key, mapping=self._mapping(entry))
         if entry.expires_at != float("inf") and entry.state is not EntryState.FROZEN:
             pipe.expireat(key, int(entry.expires_at) + 1)
+        if entry.state is EntryState.PENDING:
+            pipe.zadd(self.pending_key, {entry.cache_id: entry.created_at})
+        else:
+            pipe.zrem(self.pending_key, entry.cache_id)
 
     # -- the contract ---------------------------------------------------------------
 
@@ -159,21 +186,73 @@ class RedisStore(Store):
         raise StoreError(f"Redis update of {cache_id} kept conflicting")
 
     def add_hit(self, cache_id: str, at: float) -> None:
-        key = self._key(cache_id)
         try:
-            if self.r.exists(key):
-                pipe = self.r.pipeline(transaction=True)
-                pipe.hincrby(key, "hits", 1)
-                pipe.hset(key, "last_hit", at)
-                pipe.execute()
+            self._add_hit(keys=[self._key(cache_id)], args=[at])
         except self._redis_errors as exc:
             raise StoreError(f"Redis write failed: {exc}") from exc
 
     def delete(self, cache_id: str) -> bool:
         try:
-            return bool(self.r.delete(self._key(cache_id)))
+            pipe = self.r.pipeline(transaction=True)
+            pipe.delete(self._key(cache_id))
+            pipe.zrem(self.pending_key, cache_id)
+            return bool(pipe.execute()[0])
         except self._redis_errors as exc:
             raise StoreError(f"Redis delete failed: {exc}") from exc
+
+    # -- lifecycle queries: the pending set and the search index ------------------------
+
+    def pending_due(self, created_before: float, limit: int) -> list[str]:
+        try:
+            ids = self._pending_due(keys=[self.pending_key], args=[created_before, int(limit), f"{self.prefix}e:"])
+        except self._redis_errors as exc:
+            raise StoreError(f"Redis read failed: {exc}") from exc
+        return [_s(i) for i in ids]
+
+    def purgeable(self, now: float, limit: int) -> list[Doomed]:
+        # Expired hashes mostly vanish by themselves (EXPIREAT); the query finds the invalid ones
+        # and any in the second before the key's own expiry. State and expiry are indexed fields.
+        out: list[Doomed] = []
+        for query, expired in (("@state:{invalid}", False),
+                               (f"@expires:[-inf {now!r}] -@state:{{invalid|frozen}}", True)):
+            if len(out) >= limit:
+                break
+            reply = self._search(query, "NOCONTENT", "LIMIT", "0", str(int(limit) - len(out)))
+            out += [Doomed(self._id(key), expired) for key in reply[1:]]
+        return out
+
+    def usage(self) -> list[Usage]:
+        # Three numbers an entry, not its vectors or answer.
+        rows, offset = [], 0
+        while True:
+            reply = self._search("-@state:{frozen}", "RETURN", "3", "hits", "last_hit", "created",
+                                 "LIMIT", str(offset), "1000")
+            rows += [(self._id(doc.pop("id")), doc) for doc in _docs_with_ids(reply)]
+            if len(reply) < 1 + 2 * 1000:
+                break
+            offset += 1000
+        old = [cache_id for cache_id, doc in rows if "created" not in doc]
+        if old:   # hashes written before "created" existed carry it only in their JSON
+            try:
+                pipe = self.r.pipeline(transaction=False)
+                for cache_id in old:
+                    pipe.hget(self._key(cache_id), "data")
+                created = {c: json.loads(d)["created_at"] for c, d in zip(old, pipe.execute()) if d}
+            except self._redis_errors as exc:
+                raise StoreError(f"Redis read failed: {exc}") from exc
+            rows = [(c, doc if "created" in doc else {**doc, "created": created[c]})
+                    for c, doc in rows if "created" in doc or c in created]
+        return [Usage(cache_id, max(float(doc["created"]), float(doc.get("last_hit", 0.0))), int(doc.get("hits", 0)))
+                for cache_id, doc in rows]
+
+    def _search(self, query: str, *args: str) -> list:
+        try:
+            return self.r.execute_command("FT.SEARCH", self.index, query, *args, "DIALECT", "2")
+        except self._redis_errors as exc:
+            raise StoreError(f"Redis search failed: {exc}") from exc
+
+    def _id(self, key) -> str:
+        return _s(key)[len(self.prefix) + 2:]
 
     def _filter(self, flt: SearchFilter) -> str:
         pools = []
@@ -304,3 +383,10 @@ def _docs(reply) -> Iterator[dict]:
     for i in range(1, len(reply), 2):
         flat = reply[i + 1]
         yield {_s(flat[j]): flat[j + 1] for j in range(0, len(flat), 2)}
+
+
+def _docs_with_ids(reply) -> Iterator[dict]:
+    """The same, each dict with its key under "id"."""
+    for i, doc in enumerate(_docs(reply)):
+        doc["id"] = reply[1 + 2 * i]
+        yield doc

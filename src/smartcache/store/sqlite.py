@@ -25,7 +25,7 @@ import numpy as np
 
 from smartcache.errors import StoreError
 from smartcache.store import codec
-from smartcache.store.base import Entry, EntryState, ScoredEntry, SearchFilter, Store
+from smartcache.store.base import Doomed, Entry, EntryState, ScoredEntry, SearchFilter, Store, Usage
 from smartcache.store.memory import MemoryStore
 
 log = logging.getLogger("smartcache.store")
@@ -39,10 +39,17 @@ CREATE TABLE IF NOT EXISTS entries (
     expires_at REAL,
     fields     TEXT NOT NULL,
     turn       BLOB NOT NULL,
-    context    BLOB
+    context    BLOB,
+    created_at REAL
 );
 CREATE INDEX IF NOT EXISTS entries_scope ON entries (tenant, session_id);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+# Created after the migration has added created_at to an older file. They answer the
+# lifecycle's queries (pending entries due for promotion, entries to purge) without a table scan.
+_INDEXES = """
+CREATE INDEX IF NOT EXISTS entries_due ON entries (state, created_at);
+CREATE INDEX IF NOT EXISTS entries_expiry ON entries (expires_at);
 """
 
 
@@ -63,6 +70,7 @@ class SqliteStore(Store):
             self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")
             self._db.execute("PRAGMA busy_timeout=5000")
             self._db.executescript(_SCHEMA)
+            self._migrate()
             self._check_dim()
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"cannot open the SQLite store at {self.path}: {exc}") from exc
@@ -76,6 +84,24 @@ class SqliteStore(Store):
         elif int(row[0]) != self.dim:
             raise StoreError(f"{self.path} holds {row[0]}-d vectors; this encoder makes {self.dim}-d ones "
                              "(use another file per encoder)")
+
+    def _migrate(self) -> None:
+        """Bring a file of an older schema up to this one; a no-op on a current file."""
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(entries)")}
+        if "created_at" not in columns:
+            # Written before the lifecycle queries: add the column and backfill it from each row's
+            # JSON, in one transaction. An unreadable row keeps NULL (it is never loaded anyway).
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute("ALTER TABLE entries ADD COLUMN created_at REAL")
+                self._db.execute("UPDATE entries SET created_at = json_extract(fields, '$.created_at') "
+                                 "WHERE json_valid(fields)")
+                self._db.execute("COMMIT")
+            except sqlite3.Error:
+                self._db.execute("ROLLBACK")
+                raise
+            log.info("smartcache: migrated %s: added entries.created_at", self.path)
+        self._db.executescript(_INDEXES)
 
     def _load(self) -> None:
         for cache_id, fields, turn, context in self._db.execute(
@@ -92,11 +118,11 @@ class SqliteStore(Store):
         try:
             self._db.execute(
                 "INSERT OR REPLACE INTO entries (cache_id, tenant, session_id, state, expires_at, fields, turn, "
-                "context) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "context, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (entry.cache_id, entry.tenant, entry.session_id, entry.state.value,
                  None if entry.expires_at == float("inf") else entry.expires_at,
                  codec.dumps(codec.entry_fields(entry)), codec.vector_bytes(entry.turn_vector),
-                 codec.vector_bytes(entry.context_vector)))
+                 codec.vector_bytes(entry.context_vector), entry.created_at))
         except sqlite3.Error as exc:
             raise StoreError(f"SQLite write failed: {exc}") from exc
 
@@ -133,6 +159,46 @@ class SqliteStore(Store):
             except sqlite3.Error as exc:
                 raise StoreError(f"SQLite delete failed: {exc}") from exc
             return self._index.delete(cache_id) or bool(gone)
+
+    def add_hit(self, cache_id: str, at: float) -> None:
+        # Under the store's lock, so the count read from the index and written to the row is
+        # never stale; only the JSON's two counters change, not the row's vectors.
+        with self._lock:
+            entry = self._index.get(cache_id)
+            if entry is None:
+                return              # deleted meanwhile: nothing to count, nothing recreated
+            try:
+                self._db.execute("UPDATE entries SET fields = json_set(fields, '$.hit_count', ?, '$.last_hit_at', ?) "
+                                 "WHERE cache_id = ?", (entry.hit_count + 1, at, cache_id))
+            except sqlite3.Error as exc:
+                raise StoreError(f"SQLite write failed: {exc}") from exc
+            self._index.add_hit(cache_id, at)
+
+    # -- lifecycle queries: the file's indexes ------------------------------------------
+
+    def pending_due(self, created_before: float, limit: int) -> list[str]:
+        with self._lock:
+            rows = self._query("SELECT cache_id FROM entries WHERE state = 'pending' AND created_at <= ? "
+                               "ORDER BY created_at LIMIT ?", (created_before, limit))
+            # A row skipped as unreadable on open is not in the index: never promoted.
+            return [cache_id for (cache_id,) in rows if cache_id in self._index]
+
+    def purgeable(self, now: float, limit: int) -> list[Doomed]:
+        with self._lock:
+            rows = self._query("SELECT cache_id, 0 FROM entries WHERE state = 'invalid' UNION ALL "
+                               "SELECT cache_id, 1 FROM entries WHERE expires_at <= ? "
+                               "AND state NOT IN ('invalid', 'frozen') LIMIT ?", (now, limit))
+            # Unreadable rows are kept for inspection, never deleted: only what the index holds goes.
+            return [Doomed(cache_id, bool(expired)) for cache_id, expired in rows if cache_id in self._index]
+
+    def usage(self) -> list[Usage]:
+        return self._index.usage()      # in memory already, without reading a row
+
+    def _query(self, sql: str, params: tuple) -> list[tuple]:
+        try:
+            return self._db.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite read failed: {exc}") from exc
 
     # -- reads: the index -------------------------------------------------------------
 
