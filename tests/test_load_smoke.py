@@ -39,3 +39,27 @@ def test_load_smoke_no_errors_no_lost_writes(tmp_path):
     assert r["lost_writes"] == 0, (r["forwarded_answers"], r["stores_by_outcome"])
     assert r["forwarded_answers"] > 0 and r["stores_by_outcome"].get("stored", 0) > 0
     assert set(r["mix"]) <= {"hit", "half-hit", "miss", "bypass"}
+
+
+# The harness's arithmetic, without processes.
+sys.path.insert(0, str(ROOT / "scripts"))
+
+
+def test_server_timing_header_is_read_by_name():
+    from load_test import server_timing
+
+    assert server_timing("lookup;dur=1.9, engine;dur=3") == 1.9
+    assert server_timing('engine;dur=3, lookup;desc="cache";dur=0.25') == 0.25
+    assert server_timing("engine;dur=3") is None and server_timing(None) is None
+
+
+def test_quantiles_from_buckets_interpolate_as_prometheus_does():
+    from load_report import estimate_quantiles, percentiles
+
+    buckets = {0.001: 0.0, 0.0025: 8.0, 0.005: 10.0, float("inf"): 10.0}
+    q = estimate_quantiles(buckets, (0.5, 0.99))
+    assert q[0.5] == pytest.approx(0.001 + 0.0015 * 5 / 8)
+    assert q[0.99] == pytest.approx(0.0025 + 0.0025 * (9.9 - 8) / 2)
+    assert estimate_quantiles({0.01: 0.0, float("inf"): 4.0}, (0.5,)) == {0.5: 0.01}    # past the last bound
+    assert estimate_quantiles({}, (0.5,)) == {0.5: None}
+    assert percentiles([0.010, 0.012, 0.030]) == {"n": 3, "p50_ms": 12.0, "p99_ms": 30.0}
