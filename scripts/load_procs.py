@@ -6,7 +6,7 @@
 
 The upstream and the gateway are separate processes so the load the upstream takes
 does not share the gateway's interpreter (its GIL, its event loop). Logs go to files
-in a temporary folder, named in every error. SIGTERM is turned into SystemExit so a
+in a temporary folder, named in every error and removed after a clean run. SIGTERM is turned into SystemExit so a
 killed test still stops its children.
 """
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -57,6 +58,12 @@ class Stack(contextlib.ExitStack):
             self.close()
             raise
         return self
+
+    def __exit__(self, *exc: object) -> bool:
+        suppressed = super().__exit__(*exc)      # the processes are stopped first
+        if exc[0] is None:
+            shutil.rmtree(self.logs, ignore_errors=True)     # kept after a failure: the errors name it
+        return suppressed
 
     def _spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
         log = open(self.logs / f"{name}.log", "wb")

@@ -275,7 +275,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--max-tokens", type=int, help="max_tokens of each request (64; bundled 24)")
     p.add_argument("--pairs", type=int, help="paraphrase pairs checked at start-up (all; bundled 8)")
     p.add_argument("--promotion-window", type=float, default=1.0, help="the gateway's, in seconds")
-    p.add_argument("--request-timeout", type=float, default=120.0, help="seconds")
+    p.add_argument("--request-timeout", type=float, help="seconds (120; bundled 600: one engine thread, "
+                                                         "requests queue behind each other)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--label", help="names the JSON file build/load-LABEL.json (default: engine-store)")
     p.add_argument("--json", dest="json_out", help="write the JSON here instead")
@@ -286,6 +287,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.duration = args.duration or (30.0 if bundled else 60.0)
     args.max_tokens = args.max_tokens or (24 if bundled else 64)
     args.pairs = args.pairs or (8 if bundled else None)
+    args.request_timeout = args.request_timeout or (600.0 if bundled else 120.0)
     args.label = args.label or f"{'bundled' if bundled else 'load'}-{args.store}"
     return args
 
