@@ -288,7 +288,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.max_tokens = args.max_tokens or (24 if bundled else 64)
     args.pairs = args.pairs or (8 if bundled else None)
     args.request_timeout = args.request_timeout or (600.0 if bundled else 120.0)
-    args.label = args.label or f"{'bundled' if bundled else 'load'}-{args.store}"
+    args.label = args.label or f"{'bundled' if bundled else 'upstream'}-{args.store}"
     return args
 
 
