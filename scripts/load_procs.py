@@ -6,7 +6,7 @@
 
 The upstream and the gateway are separate processes so the load the upstream takes
 does not share the gateway's interpreter (its GIL, its event loop). Logs go to files
-in a temporary folder, named in every error and removed after a clean run. SIGTERM is turned into SystemExit so a
+in a temporary folder, named in every error and removed after a run without errors. SIGTERM is turned into SystemExit so a
 killed test still stops its children.
 """
 
@@ -46,6 +46,7 @@ class Stack(contextlib.ExitStack):
         self.logs = Path(tempfile.mkdtemp(prefix="smartcache-load-"))
         self.gateway: subprocess.Popen[bytes] | None = None
         self.gateway_url = ""
+        self.keep_logs = False        # set by the caller when a run had errors
 
     def __enter__(self) -> "Stack":
         super().__enter__()
@@ -61,7 +62,7 @@ class Stack(contextlib.ExitStack):
 
     def __exit__(self, *exc: object) -> bool:
         suppressed = super().__exit__(*exc)      # the processes are stopped first
-        if exc[0] is None:
+        if exc[0] is None and not self.keep_logs:
             shutil.rmtree(self.logs, ignore_errors=True)     # kept after a failure: the errors name it
         return suppressed
 

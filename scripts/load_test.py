@@ -153,7 +153,11 @@ async def ask(client: httpx.AsyncClient, plan: Plan, messages: list[dict[str, st
                 if not done and error is None:
                     error = "stream ended without [DONE]"
     except (httpx.HTTPError, ValueError, KeyError, IndexError) as exc:     # transport or a malformed body
-        error = f"{type(exc).__name__}: {exc}"
+        cause = exc.__cause__ or exc.__context__
+        while cause is not None and (cause.__cause__ or cause.__context__) is not None:
+            cause = cause.__cause__ or cause.__context__      # the socket's own error names the reason
+        error = (f"{type(exc).__name__}: {exc} ({'stream' if stream else 'plain'} {kind}, "
+                 f"{len(text)} chunks read, {time.perf_counter() - started:.2f} s in; cause {cause!r})")
     if error is None and status not in ("hit", "half-hit", "miss", "bypass"):
         error = f"unknown x-smartcache-status {status!r}"
     sample = Sample(kind, "error" if error else status, time.perf_counter() - started, stream, finish,
@@ -297,6 +301,9 @@ def main(argv: list[str] | None = None) -> int:
     started, load_before = time.time(), os.getloadavg()
     with Stack(ROOT, engine=args.engine, store=args.store, promotion_window=args.promotion_window) as stack:
         result = asyncio.run(drive(args, stack))
+        stack.keep_logs = any(r["errors"] for r in result["rounds"])
+        if stack.keep_logs:
+            print(f"errors: the gateway's and upstream's logs are kept in {stack.logs}", file=sys.stderr)
     report = {"label": args.label, "engine": args.engine, "store": args.store, "sessions": args.sessions,
               "duration_s": args.duration, "rounds_run": args.rounds, "seed": args.seed,
               "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
