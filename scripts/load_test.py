@@ -249,7 +249,9 @@ async def drive(args: argparse.Namespace, stack: Stack) -> dict[str, Any]:
     bundled = args.engine == "bundled"
     plan = Plan(model=BUNDLED_MODEL if bundled else "load-upstream", max_tokens=args.max_tokens,
                 stop=("\n", "。") if bundled else (), window_s=args.promotion_window)
-    limits = httpx.Limits(max_connections=args.sessions + 8, max_keepalive_connections=args.sessions + 8)
+    # keepalive_expiry: httpx's default (5 s) is uvicorn's keep-alive timeout too, as for a stock client.
+    limits = httpx.Limits(max_connections=args.sessions + 8, max_keepalive_connections=args.sessions + 8,
+                          keepalive_expiry=args.keepalive_expiry)
     async with httpx.AsyncClient(base_url=stack.gateway_url, timeout=args.request_timeout, limits=limits) as client:
         candidates = load_pool.paraphrase_pairs()[:args.pairs]
         pairs = await check_pairs(client, plan, candidates)
@@ -281,6 +283,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--promotion-window", type=float, default=1.0, help="the gateway's, in seconds")
     p.add_argument("--request-timeout", type=float, help="seconds (120; bundled 600: one engine thread, "
                                                          "requests queue behind each other)")
+    p.add_argument("--keepalive-expiry", type=float, default=5.0,
+                   help="seconds the client reuses an idle connection (httpx's default 5)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--label", help="names the JSON file build/load-LABEL.json (default: engine-store)")
     p.add_argument("--json", dest="json_out", help="write the JSON here instead")
@@ -306,6 +310,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"errors: the gateway's and upstream's logs are kept in {stack.logs}", file=sys.stderr)
     report = {"label": args.label, "engine": args.engine, "store": args.store, "sessions": args.sessions,
               "duration_s": args.duration, "rounds_run": args.rounds, "seed": args.seed,
+              "keepalive_expiry_s": args.keepalive_expiry,
               "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
               # Other work on the machine shares its cores: the figures are only as quiet as it was.
               "loadavg_before": [round(x, 2) for x in load_before], "loadavg_after": [round(x, 2) for x in os.getloadavg()],
