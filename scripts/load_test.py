@@ -254,6 +254,7 @@ async def drive(args: argparse.Namespace, stack: Stack) -> dict[str, Any]:
                           keepalive_expiry=args.keepalive_expiry)
     async with httpx.AsyncClient(base_url=stack.gateway_url, timeout=args.request_timeout, limits=limits) as client:
         candidates = load_pool.paraphrase_pairs()[:args.pairs]
+        print(f"gateway up; checking {len(candidates)} paraphrase pairs", file=sys.stderr)
         pairs = await check_pairs(client, plan, candidates)
         print(f"paraphrase pairs that hit at start-up: {len(pairs)} of {len(candidates)}", file=sys.stderr)
         rss = [gateway_rss(stack)]
