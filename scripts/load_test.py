@@ -23,7 +23,7 @@ stopped at the end, on errors and on Ctrl-C too.
 
     python scripts/load_test.py                            # load-test upstream, 64 sessions x 60 s, memory store
     python scripts/load_test.py --store sqlite --sessions 16 --duration 20
-    python scripts/load_test.py --engine bundled           # SmolLM2 on the CPU: 8 sessions x 30 s
+    python scripts/load_test.py --engine bundled           # SmolLM2 on the CPU: 8 sessions x 30 s, 1 round
     make load ARGS="--store sqlite"
 
 Exit status: 0 when there were no errors and no lost writes, 1 otherwise.
@@ -278,9 +278,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--store", choices=("memory", "sqlite", "redis"), default="memory")
     p.add_argument("--sessions", type=int, help="concurrent sessions (64; bundled 8)")
     p.add_argument("--duration", type=float, help="seconds a round (60; bundled 30)")
-    p.add_argument("--rounds", type=int, default=2, help="equal rounds; RSS is read after each")
-    p.add_argument("--max-tokens", type=int, help="max_tokens of each request (64; bundled 24)")
-    p.add_argument("--pairs", type=int, help="paraphrase pairs checked at start-up (all; bundled 8)")
+    p.add_argument("--rounds", type=int, help="equal rounds; RSS is read after each (2; bundled 1)")
+    p.add_argument("--max-tokens", type=int, help="max_tokens of each request (64; bundled 16)")
+    p.add_argument("--pairs", type=int, help="paraphrase pairs checked at start-up (all; bundled 4)")
     p.add_argument("--promotion-window", type=float, default=1.0, help="the gateway's, in seconds")
     p.add_argument("--request-timeout", type=float, help="seconds (120; bundled 600: one engine thread, "
                                                          "requests queue behind each other)")
@@ -294,8 +294,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.engine = "bundled" if bundled else "load-upstream"
     args.sessions = args.sessions or (8 if bundled else 64)
     args.duration = args.duration or (30.0 if bundled else 60.0)
-    args.max_tokens = args.max_tokens or (24 if bundled else 64)
-    args.pairs = args.pairs or (8 if bundled else None)
+    # Bundled: every generation queues on one engine thread, a few seconds each on 2 busy cores.
+    args.rounds = args.rounds or (1 if bundled else 2)
+    args.max_tokens = args.max_tokens or (16 if bundled else 64)
+    args.pairs = args.pairs or (4 if bundled else None)
     args.request_timeout = args.request_timeout or (600.0 if bundled else 120.0)
     args.label = args.label or f"{'bundled' if bundled else 'upstream'}-{args.store}"
     return args
