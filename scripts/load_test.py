@@ -3,7 +3,7 @@
 It starts the load-test upstream (scripts/load_upstream.py) and the gateway as two
 subprocesses on free 127.0.0.1 ports, checks through the gateway which paraphrase
 pairs of the pool hit, then drives N concurrent sessions for D seconds, twice (the
-second round with the same walks in new sessions, to see whether memory keeps
+second round, by default, with the same walks in new sessions, to see whether memory keeps
 growing). Each session walks multi-turn conversations from a fixed, seeded pool of zh
 and en questions (scripts/load_pool.py):
 
