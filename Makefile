@@ -10,7 +10,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv serve test browser redis-libs demo bench benchmark evaluate calibrate train clean
+.PHONY: venv serve test browser redis-libs demo bench load benchmark evaluate calibrate train clean
 
 venv: $(STAMP)
 
@@ -42,6 +42,11 @@ test: $(STAMP) browser redis-libs
 
 bench: $(STAMP)
 	$(PY) scripts/bench_gateway.py
+
+# A bounded load test on loopback: the load-test upstream and `smartcache serve` as processes,
+# 64 sessions x 60 s, twice; stops by itself. Figures in build/load-LABEL.json; ARGS="--engine bundled".
+load: $(STAMP)
+	$(PY) scripts/load_test.py $(ARGS)
 
 # The project's multi-turn benchmark (fixed seed) and the one run that scores every
 # system and ablation on it; the report and plot land in docs/.
