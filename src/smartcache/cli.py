@@ -374,7 +374,10 @@ def _serve(args: argparse.Namespace) -> int:
                                   if (value := getattr(args, name)) is not None})
     app = create_app(cache, engine, settings, admin_token=args.admin_token, auth=auth)
     print(f"smartcache: serving on http://{args.host}:{args.port}  (dashboard: /dashboard)", file=sys.stderr)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level.lower())
+    # Idle keep-alive connections outlive the clients' and proxies' own (httpx: 5 s, nginx: 60 s):
+    # a server that closes first races a client reusing the connection, and resets a request.
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level.lower(),
+                timeout_keep_alive=args.keep_alive)
     return 0
 
 
@@ -450,6 +453,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("--regenerate-window", type=float, default=60.0, metavar="S",
                        help="an identical request within this many seconds counts as regenerate")
     serve.add_argument("--no-cache", action="store_true", help="forward everything; the engine alone")
+    serve.add_argument("--keep-alive", type=float, default=75.0, metavar="S",
+                       help="seconds an idle client connection is kept open (default: %(default)s)")
     serve.add_argument("--max-body-bytes", type=int, metavar="N",
                        help="refuse a larger request body with 413 (default: 8 MiB)")
     serve.add_argument("--max-messages", type=int, metavar="N",
