@@ -86,10 +86,11 @@ def gateway(local_engine, encoder):
 
     from smartcache.gateway import AuthPolicy, GatewaySettings, create_app
 
-    def make(*, auth: AuthPolicy | None = None, admin_token: str | None = None, **settings):
+    def make(*, auth: AuthPolicy | None = None, admin_token: str | None = None, close_admin: bool = False,
+             **settings):
         cache = SmartCache(load_config(lifecycle={"promotion_window_s": 0.0}), encoder=encoder)
         app = create_app(cache, local_engine, GatewaySettings(**settings), auth=auth or AuthPolicy(),
-                         admin_token=admin_token, close_engine=False)
+                         admin_token=admin_token, close_engine=False, close_admin=close_admin)
         return TestClient(app)
     return make
 

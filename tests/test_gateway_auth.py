@@ -133,6 +133,30 @@ def test_with_keys_and_no_admin_token_the_admin_api_is_closed(gateway):
             assert response.status_code == 401 and response.json()["error"]["code"] == "admin_api_closed"
 
 
+def test_beyond_loopback_without_a_token_the_admin_api_is_closed(gateway):
+    # `serve --host 0.0.0.0` without --admin-token builds the app this way.
+    with gateway(close_admin=True) as client:
+        response = client.get("/admin/stats")
+        assert response.status_code == 401 and response.json()["error"]["code"] == "admin_api_closed"
+    with gateway(close_admin=True, admin_token=ADMIN) as client:
+        assert client.get("/admin/stats").status_code == 401
+        assert client.get("/admin/stats", headers={"authorization": f"Bearer {ADMIN}"}).status_code == 200
+
+
+def test_a_tenant_cannot_write_into_the_global_pool(keyed):
+    # Whatever a client sends, its answers are session-scoped; only /admin promotes to the global pool.
+    headers = key("acme", **{"x-session-id": "alice", "x-smartcache-scope": "global"})
+    assert chat(keyed, ASK, session=None, headers=headers, metadata={"scope": "global"}).status_code == 200
+    admin = {"authorization": f"Bearer {ADMIN}"}
+    entries = keyed.get("/admin/entries?tenant=acme", headers=admin).json()["data"]
+    assert entries and {e["scope"] for e in entries} == {"session"}
+    other = chat(keyed, PARAPHRASE, session=None, headers=key("acme", **{"x-session-id": "bob"}))
+    assert status(other) != "hit"
+    keyed.post(f"/admin/entries/{entries[0]['id']}/promote", json={"to_global": True}, headers=admin)
+    after = chat(keyed, PARAPHRASE, session=None, headers=key("acme", **{"x-session-id": "carol"}))
+    assert status(after) == "hit", after.headers
+
+
 def test_a_tenant_key_cannot_be_the_admin_token(gateway):
     from smartcache.errors import ConfigError
     with pytest.raises(ConfigError, match="admin token"):

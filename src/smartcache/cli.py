@@ -312,6 +312,9 @@ def default_data_dir() -> Path:
     return Path(base) / "smartcache"
 
 
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
 def _auth_policy(args: argparse.Namespace, config: AuthConfig) -> AuthPolicy:
     """Who the callers are: --keys / --trust-tenant-header over the config's [auth] table."""
     from smartcache.gateway.auth import AuthPolicy, KeyRegistry
@@ -323,7 +326,7 @@ def _auth_policy(args: argparse.Namespace, config: AuthConfig) -> AuthPolicy:
     if registry is not None:
         print(f"smartcache: API keys from {keys_file}: {len(registry.keys)} keys, {len(registry.tenants)} tenants, "
               f"{len(registry.secrets)} with signed sessions", file=sys.stderr)
-    elif not policy.trust_tenant_header and args.host not in ("127.0.0.1", "localhost", "::1"):
+    elif not policy.trust_tenant_header and args.host not in LOOPBACK:
         print(f"smartcache: warning: serving on {args.host} without --keys: every client is one tenant and "
               "reads every cached answer", file=sys.stderr)
     if policy.trust_tenant_header:
@@ -372,7 +375,9 @@ def _serve(args: argparse.Namespace) -> int:
                                regenerate_window_s=args.regenerate_window, default_max_tokens=args.max_tokens,
                                **{name: value for name in ("max_body_bytes", "max_messages", "max_message_chars")
                                   if (value := getattr(args, name)) is not None})
-    app = create_app(cache, engine, settings, admin_token=args.admin_token, auth=auth)
+    # Beyond loopback, an admin API without a token would hand every tenant's answers to the network.
+    app = create_app(cache, engine, settings, admin_token=args.admin_token, auth=auth,
+                     close_admin=args.host not in LOOPBACK)
     print(f"smartcache: serving on http://{args.host}:{args.port}  (dashboard: /dashboard)", file=sys.stderr)
     # Idle keep-alive connections outlive the clients' and proxies' own (httpx: 5 s, nginx: 60 s):
     # a server that closes first races a client reusing the connection, and resets a request.

@@ -69,8 +69,9 @@ def admin_router(service, token: str | None, *, closed: bool = False) -> APIRout
 
     def check(request: Request) -> None:
         if closed:
-            raise AuthenticationError("the admin API is closed: this gateway has API keys, start it with "
-                                      "--admin-token to use /admin", "admin_api_closed")
+            raise AuthenticationError("the admin API is closed (API keys are configured, or the gateway is "
+                                      "bound beyond loopback): start it with --admin-token to use /admin",
+                                      "admin_api_closed")
         if token is None:
             return
         given = request.headers.get("authorization", "")

@@ -36,9 +36,11 @@ def _error(status: int, message: str, *, type_: str = "invalid_request_error", c
 
 
 def create_app(cache: SmartCache, engine, settings: GatewaySettings | None = None, *,
-               admin_token: str | None = None, auth: AuthPolicy = OPEN, close_engine: bool = True) -> FastAPI:
+               admin_token: str | None = None, auth: AuthPolicy = OPEN, close_engine: bool = True,
+               close_admin: bool = False) -> FastAPI:
     """The gateway app. ``auth`` says who the callers are (see ``gateway.auth``); with keys
-    and no ``admin_token`` the admin API is closed. ``close_engine=False`` leaves the engine
+    and no ``admin_token`` the admin API is closed, as it is with ``close_admin`` (a gateway
+    bound beyond loopback without a token). ``close_engine=False`` leaves the engine
     running at shutdown (an engine shared by several apps, as in tests)."""
     auth.check_admin_token(admin_token)
     service = ChatService(cache, engine, settings)
@@ -182,7 +184,8 @@ def create_app(cache: SmartCache, engine, settings: GatewaySettings | None = Non
         result = cache.feedback(body.entry, body.kind)
         return {"entry": result.cache_id, "state": result.state.value, "score": result.feedback_score}
 
-    if admin_token is None and auth.keys_required:
-        log.warning("smartcache: API keys are configured but no --admin-token: the admin API is closed")
-    app.include_router(admin_router(service, admin_token, closed=admin_token is None and auth.keys_required))
+    closed = admin_token is None and (auth.keys_required or close_admin)
+    if closed:
+        log.warning("smartcache: no --admin-token with API keys or beyond loopback: the admin API is closed")
+    app.include_router(admin_router(service, admin_token, closed=closed))
     return app
