@@ -40,9 +40,11 @@ def _on_sigterm(signum: int, frame: object) -> None:
 
 
 class Stack(contextlib.ExitStack):
-    def __init__(self, root: Path, *, engine: str, store: str, promotion_window: float) -> None:
+    def __init__(self, root: Path, *, engine: str, store: str, promotion_window: float,
+                 store_delay_ms: float = 0.0) -> None:
         super().__init__()
         self.root, self.engine, self.store, self.window = root, engine, store, promotion_window
+        self.store_delay_ms = store_delay_ms
         self.logs = Path(tempfile.mkdtemp(prefix="smartcache-load-"))
         self.gateway: subprocess.Popen[bytes] | None = None
         self.gateway_url = ""
@@ -112,9 +114,27 @@ class Stack(contextlib.ExitStack):
         deadline = time.time() + 20
         while True:
             with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return f"redis://127.0.0.1:{port}/0"
+                return f"redis://127.0.0.1:{self._delayed(port)}/0"
             if proc.poll() is not None or time.time() > deadline:
                 raise RuntimeError(f"redis-server did not start; see {self.logs / 'redis.log'}")
+            time.sleep(0.1)
+
+
+    def _delayed(self, port: int) -> int:
+        """The port the gateway is given for the store: the store's own, or a delay proxy's
+        in front of it (scripts/delay_proxy.py) when ``store_delay_ms`` is set."""
+        if not self.store_delay_ms:
+            return port
+        listen = free_port()
+        proxy = self._spawn("delay-proxy", [sys.executable, str(self.root / "scripts" / "delay_proxy.py"),
+                                            "--listen", str(listen), "--target", str(port),
+                                            "--delay-ms", str(self.store_delay_ms)])
+        deadline = time.time() + 10
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", listen), timeout=0.5):
+                return listen
+            if proxy.poll() is not None or time.time() > deadline:
+                raise RuntimeError(f"the delay proxy did not start; see {self.logs / 'delay-proxy.log'}")
             time.sleep(0.1)
 
 

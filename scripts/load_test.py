@@ -282,6 +282,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--max-tokens", type=int, help="max_tokens of each request (64; bundled 16)")
     p.add_argument("--pairs", type=int, help="paraphrase pairs checked at start-up (all; bundled 4)")
     p.add_argument("--promotion-window", type=float, default=1.0, help="the gateway's, in seconds")
+    p.add_argument("--store-delay-ms", type=float, default=0.0,
+                   help="with --store redis: relay Redis through scripts/delay_proxy.py, delaying each way by this "
+                        "much (a store across a network: a round trip costs twice it)")
     p.add_argument("--request-timeout", type=float, help="seconds (120; bundled 600: one engine thread, "
                                                          "requests queue behind each other)")
     p.add_argument("--keepalive-expiry", type=float, default=5.0,
@@ -306,12 +309,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     started, load_before = time.time(), os.getloadavg()
-    with Stack(ROOT, engine=args.engine, store=args.store, promotion_window=args.promotion_window) as stack:
+    with Stack(ROOT, engine=args.engine, store=args.store, promotion_window=args.promotion_window,
+               store_delay_ms=args.store_delay_ms) as stack:
         result = asyncio.run(drive(args, stack))
         stack.keep_logs = any(r["errors"] for r in result["rounds"])
         if stack.keep_logs:
             print(f"errors: the gateway's and upstream's logs are kept in {stack.logs}", file=sys.stderr)
-    report = {"label": args.label, "engine": args.engine, "store": args.store, "sessions": args.sessions,
+    report = {"label": args.label, "engine": args.engine, "store": args.store,
+              "store_delay_ms": args.store_delay_ms, "sessions": args.sessions,
               "duration_s": args.duration, "rounds_run": args.rounds, "seed": args.seed,
               "keepalive_expiry_s": args.keepalive_expiry,
               "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
