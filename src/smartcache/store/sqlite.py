@@ -35,7 +35,7 @@ from smartcache.store.base import Entry, EntryState, ScoredEntry, SearchFilter, 
 from smartcache.store.memory import MemoryStore, _Partition
 
 _EMPTY = np.zeros(0, np.float32)   # a stored entry's vector marker: its row holds the vector
-_BATCH = 65536
+_BATCH = 4096   # rows read at a time: small, so the freed blobs of a batch leave no large holes in the heap
 
 log = logging.getLogger("smartcache.store")
 
