@@ -8,6 +8,7 @@ import uuid
 import numpy as np
 import pytest
 
+from smartcache.errors import StoreError
 from smartcache.fingerprint import Signature
 from smartcache.fingerprint.tags import ChangeFlag
 from smartcache.store import Answer, Entry, EntryId, EntryState, MemoryStore, Scope, SearchFilter, VersionKeyHash
@@ -166,3 +167,16 @@ def test_an_old_float32_context_row_still_loads(tmp_path):
     assert again.corrupt == 0
     assert abs(float(again.get(old.cache_id).context_vector @ old.context_vector) - 1.0) < 1e-3
     assert again.get(entries[6].cache_id).signature == entries[6].signature
+
+
+def test_sweeps_over_every_entry_read_no_row_back(tmp_path):
+    """Purge, eviction and counts read index fields only: a million lazy entries stay lazy."""
+    store, entries, _ = filled(tmp_path, n=50)
+    store.close()
+    again = SqliteStore(tmp_path / "c.db", DIM)
+    again._reader.close()          # from here any read of a signature, answer or context fails
+    swept = [(e.state, e.expires_at, e.created_at, e.hit_count, e.conversation_hash) for e in again]
+    assert len(swept) == len(again) and again.count_by_state()["ready"] == len(again)
+    assert again.find(conversation_hash=entries[0].conversation_hash)[0].cache_id == entries[0].cache_id
+    with pytest.raises(StoreError):
+        again.get(entries[0].cache_id).signature

@@ -8,9 +8,10 @@ at most); ``vector_from`` reads either width, so rows written before are read
 as they are.
 
 A store that reads a million rows on open cannot afford to decode each one's
-JSON into objects (it is most of the open time): ``lazy_entry`` makes an entry
-from the few fields an index needs, and decodes the rest (signature, answer)
-the first time one of them is read.
+JSON into objects (it is most of the open time), nor to hold them (a
+multi-turn entry's signature, answer and context vector are about 3 KB):
+``lazy_entry`` makes an entry from the few fields an index needs, and reads the
+rest back from the store the first time one of them is asked for.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import dataclasses
 import json
 import math
 import sys
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -90,66 +91,98 @@ def dumps(fields: dict[str, Any]) -> str:
 # The JSON paths an index needs at once, in the order ``lazy_entry`` takes them (SQLite's
 # json_extract with several paths parses the text once and returns them as one array).
 EAGER_PATHS = ("$.scope", "$.version_key", "$.conversation_hash", "$.prefix_hash", "$.domain", "$.hit_count",
-               "$.feedback_score", "$.last_hit_at", "$.prompt_tokens")
-_LAZY = frozenset({"context_fingerprint", "signature", "answer", "created_at"})
+               "$.feedback_score", "$.last_hit_at", "$.prompt_tokens", "$.created_at")
+_LAZY = ("context_fingerprint", "signature", "answer", "context_vector")
 _SCOPES = {s.value: s for s in Scope}
 _STATES = {s.value: s for s in EntryState}
 _set = object.__setattr__
 _FIELDS = tuple(f.name for f in dataclasses.fields(Entry))
+_FIELD_SET = frozenset(_FIELDS)
+_SLOTS = (*_FIELDS, "_fetch")
+
+
+# Reads one entry's JSON fields and context vector back (None: the row is gone).
+Fetch = Callable[[str], "tuple[bytes, np.ndarray | None] | None"]
 
 
 class LazyEntry(Entry):
-    """An entry whose signature, answer, context fingerprint and creation time stay as the row's
-    JSON bytes until first read. The JSON of a multi-turn entry is about half the memory of its
-    decoded objects, and reading a million of them on open costs no decode at all."""
+    """An entry whose signature, answer, context vector and context fingerprint stay in the store
+    until first read. Copies (``with_changes``: every entry a store hands out) read them for
+    themselves, so the stored one stays small however often it is looked at; sweeps over every
+    entry (purge, eviction, counts) read only index fields and never touch the file."""
 
-    __slots__ = ("_raw",)
+    __slots__ = ("_fetch",)
 
     def __getattr__(self, name: str) -> Any:   # only reached for a slot not yet set
         if name not in _LAZY:
             raise AttributeError(name)
-        raw = object.__getattribute__(self, "_raw")
-        if raw is not None:    # None: another thread decoded it between the lookup and here
+        fetch = object.__getattribute__(self, "_fetch")
+        if fetch is not None:    # None: another thread read it between the lookup and here
             try:
-                fields = json.loads(raw)
+                row = fetch(self.cache_id)
+                if row is None:
+                    raise StoreError(f"entry {self.cache_id} was removed while it was being read")
+                fields = json.loads(row[0])
                 signature = Signature.from_json(fields["signature"])
                 answer = Answer(fields["answer"], tuple(fields.get("key_facts", ())))
-                created = float(fields["created_at"])
                 fingerprint = fields["context_fingerprint"]
             except (ValueError, KeyError, TypeError) as exc:
                 raise StoreError(f"entry {self.cache_id} cannot be decoded: {exc}") from exc
-            _set(self, "signature", signature)
-            _set(self, "answer", answer)
-            _set(self, "created_at", created)
-            _set(self, "context_fingerprint", fingerprint)
-            _set(self, "_raw", None)
+            for field_name, value in (("signature", signature), ("answer", answer),
+                                      ("context_fingerprint", fingerprint), ("context_vector", row[1])):
+                try:
+                    object.__getattribute__(self, field_name)     # set by with_changes: it wins
+                except AttributeError:
+                    _set(self, field_name, value)
+            _set(self, "_fetch", None)
         return object.__getattribute__(self, name)
 
-    def with_changes(self, **changes: object) -> Entry:
-        """A plain (decoded) Entry: it compares equal to the entry that was put."""
-        values = {name: getattr(self, name) for name in _FIELDS}
-        values.update(changes)
-        return Entry(**values)
+    def with_changes(self, **changes: object) -> "LazyEntry":
+        """A copy with ``changes``; what is still in the store stays there (no read)."""
+        copy = object.__new__(LazyEntry)
+        for name in _SLOTS:
+            try:
+                _set(copy, name, object.__getattribute__(self, name))
+            except AttributeError:      # a lazy field not read yet
+                pass
+        for name, value in changes.items():
+            if name not in _FIELD_SET:
+                raise TypeError(f"Entry has no field {name!r}")
+            _set(copy, name, value)
+        return copy
+
+    def __eq__(self, other: object) -> bool:   # equal to the plain Entry with the same fields
+        if not isinstance(other, Entry):
+            return NotImplemented
+        return all(_same(getattr(self, name), getattr(other, name)) for name in _FIELDS)
+
+    __hash__ = None  # type: ignore[assignment]   # like Entry: holds arrays
+
+
+def _same(a: object, b: object) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return bool(np.array_equal(a, b))
+    return a == b
 
 
 def lazy_entry(cache_id: str, tenant: str, session_id: str, state: str, expires_at: float | None, eager: str,
-               raw: bytes, turn_vector: np.ndarray, context_vector: np.ndarray | None,
-               strings: dict[str, str]) -> LazyEntry:
+               turn_vector: np.ndarray, fetch: Fetch, strings: dict[str, str]) -> LazyEntry:
     """An entry from a row's columns and its ``EAGER_PATHS`` array; ``strings`` shares equal
     tenant, session, version and domain strings between rows (one object each, not a million)."""
-    scope, version, conversation, prefix, domain, hits, feedback, last_hit, tokens = json.loads(eager)
+    scope, version, conversation, prefix, domain, hits, feedback, last_hit, tokens, created = json.loads(eager)
     entry = object.__new__(LazyEntry)
     for name, value in (("cache_id", cache_id), ("scope", _SCOPES[scope]),
                         ("tenant", strings.setdefault(tenant, sys.intern(tenant))),
                         ("session_id", strings.setdefault(session_id, session_id)),
                         ("version_key", strings.setdefault(version, version)),
-                        ("turn_vector", turn_vector), ("context_vector", context_vector),
+                        ("turn_vector", turn_vector),
                         ("prefix_hash", prefix), ("conversation_hash", conversation), ("state", _STATES[state]),
                         ("expires_at", float("inf") if expires_at is None else float(expires_at)),
                         ("domain", strings.setdefault(domain or "general", domain or "general")),
                         ("hit_count", int(hits or 0)),
                         ("feedback_score", 1.0 if feedback is None else float(feedback)),
                         ("last_hit_at", float(last_hit or 0.0)), ("prompt_tokens", int(tokens or 0)),
-                        ("_raw", raw)):
+                        ("created_at", float(created)),
+                        ("_fetch", fetch)):
         _set(entry, name, value)
     return entry

@@ -54,8 +54,11 @@ class _Partition:
     labels: np.ndarray = field(init=False)     # int64: the row's label in the graph
     label_row: dict[int, int] = field(default_factory=dict)
     vectors: np.ndarray = field(init=False)
-    contexts: np.ndarray = field(init=False)   # float16 context vectors; rows without one are zero
-    has_context: np.ndarray = field(init=False)
+    # Context vectors in float16, in a pool of slots: ctx_slot[row] is the row's slot, or -1 when
+    # the partition holds none for it (the entry has none, or, read back from disk, reads its own).
+    ctx_slot: np.ndarray = field(init=False)
+    ctx_pool: np.ndarray = field(init=False)
+    ctx_free: list[int] = field(default_factory=list)
     edits: int = 0                             # rows added to or removed from the graph (when to save it)
     servable: np.ndarray = field(init=False)   # bool: state is servable
     frozen: np.ndarray = field(init=False)     # bool: exempt from expiry
@@ -67,13 +70,14 @@ class _Partition:
         self._allocate(4)   # most partitions are one session's few turns
 
     @classmethod
-    def of_rows(cls, dim: int, ids: list[str], labels: np.ndarray, turns: np.ndarray, entries: Sequence[Entry],
-                contexts: np.ndarray, has_context: np.ndarray) -> "_Partition":
-        """A partition filled at once (a store read back from disk), sized exactly: no doubling slack."""
+    def of_rows(cls, dim: int, ids: list[str], labels: np.ndarray, turns: np.ndarray,
+                entries: Sequence[Entry]) -> "_Partition":
+        """A partition filled at once (a store read back from disk), sized exactly: no doubling
+        slack. It holds no context vectors: the entries bring their own when asked."""
         part = cls(dim)
         n = len(ids)
         part.ids, part.labels, part.vectors = ids, labels, turns
-        part.contexts, part.has_context = contexts, has_context
+        part.ctx_slot = np.full(n, -1, np.int32)
         part.servable = np.fromiter((e.state.servable for e in entries), bool, n)
         part.frozen = np.fromiter((e.state is EntryState.FROZEN for e in entries), bool, n)
         part.expires = np.fromiter((e.expires_at for e in entries), np.float64, n)
@@ -98,17 +102,34 @@ class _Partition:
         self.feedback = grow(getattr(self, "feedback", None), (capacity,), np.float32)
         self.domains = grow(getattr(self, "domains", None), (capacity,), object)
         self.labels = grow(getattr(self, "labels", None), (capacity,), np.int64)
-        self.contexts = grow(getattr(self, "contexts", None), (capacity, self.dim), np.float16)
-        self.has_context = grow(getattr(self, "has_context", None), (capacity,), bool)
+        self.ctx_slot = grow(getattr(self, "ctx_slot", None), (capacity,), np.int32)
+        self.ctx_slot[old:] = -1
+        if not hasattr(self, "ctx_pool"):
+            self.ctx_pool = np.zeros((0, self.dim), np.float16)
+
+    def _set_context(self, row: int, context: np.ndarray | None) -> None:
+        slot = int(self.ctx_slot[row])
+        if context is None:
+            if slot >= 0:
+                self.ctx_free.append(slot)
+                self.ctx_slot[row] = -1
+            return
+        if slot < 0:
+            if not self.ctx_free:     # grow the pool by doubling; its new slots are free
+                used = self.ctx_pool.shape[0]
+                pool = np.zeros((max(4, 2 * used), self.dim), np.float16)
+                pool[:used] = self.ctx_pool
+                self.ctx_pool = pool
+                self.ctx_free.extend(range(pool.shape[0] - 1, used - 1, -1))
+            slot = self.ctx_free.pop()
+            self.ctx_slot[row] = slot
+        self.ctx_pool[slot] = context
 
     def set_row(self, row: int, entry: Entry) -> None:
         if entry.turn_vector.size:          # a stored (vector-less) entry keeps the row's vectors
             self.vectors[row] = entry.turn_vector
-        if entry.context_vector is None:
-            self.has_context[row] = False
-        elif entry.context_vector.size:
-            self.contexts[row] = entry.context_vector
-            self.has_context[row] = True
+        if entry.context_vector is None or entry.context_vector.size:   # size 0: keep the row's
+            self._set_context(row, entry.context_vector)
         self.servable[row] = entry.state.servable
         self.frozen[row] = entry.state is EntryState.FROZEN
         self.expires[row] = entry.expires_at
@@ -130,8 +151,11 @@ class _Partition:
 
     def full(self, row: int, stored: Entry) -> Entry:
         """The stored entry with the row's vectors back, in float32 as they were put."""
-        context = self.contexts[row].astype(np.float32) if self.has_context[row] else None
-        return stored.with_changes(turn_vector=self.vectors[row].astype(np.float32), context_vector=context)
+        slot = int(self.ctx_slot[row])
+        if slot < 0:    # none here: the stored entry's own (None, or one it reads from disk when asked)
+            return stored.with_changes(turn_vector=self.vectors[row].astype(np.float32))
+        return stored.with_changes(turn_vector=self.vectors[row].astype(np.float32),
+                                   context_vector=self.ctx_pool[slot].astype(np.float32))
 
     def build_graph(self, graph: Graph | None = None, labels: np.ndarray | None = None) -> None:
         """Index the partition with HNSW, or adopt a graph read back from disk with the rows'
@@ -152,12 +176,13 @@ class _Partition:
         last = len(self.ids) - 1
         moved = None
         del self.label_row[int(self.labels[row])]
+        self._set_context(row, None)
         if self.graph is not None:
             self.graph.remove(self.labels[row])
             self.edits += 1
         if row != last:
             for arr in (self.vectors, self.servable, self.frozen, self.expires, self.feedback, self.domains,
-                        self.labels, self.contexts, self.has_context):
+                        self.labels, self.ctx_slot):
                 arr[row] = arr[last]
             moved = self.ids[last]
             self.label_row[int(self.labels[row])] = row
@@ -250,11 +275,10 @@ class MemoryStore(Store):
         if not part.ids:
             del self._partitions[key]
 
-    def restore(self, entries: Sequence[Entry], turns: np.ndarray, contexts: np.ndarray,
-                has_context: np.ndarray) -> None:
-        """Fill an empty store at once with stored entries (no vectors of their own, see
-        ``_stored``) and row i's vectors: what a persistent store does on open, without put()'s
-        per-entry copies. No graph is built; see ``adopt_graphs``. Every index put() keeps must
+    def restore(self, entries: Sequence[Entry], turns: np.ndarray) -> None:
+        """Fill an empty store at once with stored entries (no turn vector of their own; a context
+        vector, if any, they read themselves) and row i's turn vector: what a persistent store
+        does on open, without put()'s per-entry copies. No graph is built; see ``adopt_graphs``. Every index put() keeps must
         be filled here too."""
         with self._lock:
             if self._entries:
@@ -274,7 +298,7 @@ class MemoryStore(Store):
                 labels = np.arange(self._next_label + 1, self._next_label + 1 + n, dtype=np.int64)
                 self._next_label += n
                 self._partitions[key] = _Partition.of_rows(self.dim, [e.cache_id for e in members], labels,
-                                                           part_turns, members, contexts[rows], has_context[rows])
+                                                           part_turns, members)
                 self._where.update(zip((e.cache_id for e in members), zip([key] * n, range(n))))
 
     def adopt_graphs(self, load: Callable[[tuple[str, str, str], "_Partition"], Graph | None]) -> None:

@@ -8,8 +8,9 @@ default (durable across process crashes; a power cut may lose the last
 commits); FULL makes every commit survive power loss too, at an fsync a write.
 
 On open every row is read back into the index at once: the few fields an index
-needs come out of SQLite's own JSON parser, the rest stays as the row's JSON
-until first read (``codec.lazy_entry``). A row that cannot be read is skipped,
+needs come out of SQLite's own JSON parser; signature, answer and context vector
+are read back from the file (a second, read-only connection) the first time an
+entry is looked at (``codec.lazy_entry``). A row that cannot be read is skipped,
 counted in ``corrupt`` and logged, never served and never deleted. One process
 owns a file: replicas share a Redis store, not a SQLite file.
 
@@ -77,6 +78,10 @@ class SqliteStore(Store):
             self._db.execute("PRAGMA busy_timeout=5000")
             self._db.executescript(_SCHEMA)
             self._check_dim()
+            # Lazy entries read through their own connection: a lookup holding the index's lock
+            # never waits on the write lock (writers take it before the index's).
+            self._reader = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+            self._read_lock = threading.Lock()
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"cannot open the SQLite store at {self.path}: {exc}") from exc
         self._index = MemoryStore(dim, **index_options)
@@ -97,51 +102,46 @@ class SqliteStore(Store):
                              "(use another file per encoder)")
 
     def _load(self) -> None:
-        """Every row at once: no JSON decoded in Python, vectors copied in batches, no put()."""
+        """Every row at once: no JSON decoded in Python, turn vectors copied in batches, no put()."""
         count = self._db.execute("SELECT count(*) FROM entries").fetchone()[0]
         turns = np.empty((count, self.dim), np.float32)
-        contexts = np.zeros((count, self.dim), np.float16)
-        has_context = np.zeros(count, bool)
         entries: list[Entry] = []
         strings: dict[str, str] = {}
         paths = ", ".join(f"'{p}'" for p in codec.EAGER_PATHS)
         cursor = self._db.execute(
             "SELECT cache_id, tenant, session_id, state, expires_at, "
-            f"CASE WHEN json_valid(fields) THEN json_extract(fields, {paths}) END, CAST(fields AS BLOB), turn, context "
+            f"CASE WHEN json_valid(fields) THEN json_extract(fields, {paths}) END, turn, length(context) "
             "FROM entries")
         while batch := cursor.fetchmany(_BATCH):
             start = len(entries)
-            turn_blobs: list[bytes] = []
-            ctx_rows: dict[int, tuple[list[int], list[bytes]]] = {2: ([], []), 4: ([], [])}
-            for cache_id, tenant, session_id, state, expires, eager, raw, turn, context in batch:
+            blobs: list[bytes] = []
+            for cache_id, tenant, session_id, state, expires, eager, turn, context_len in batch:
                 try:
                     if eager is None:
                         raise ValueError("its fields are not JSON")
                     if not isinstance(turn, bytes) or len(turn) != 4 * self.dim:
                         raise ValueError(f"its turn vector is not {self.dim} float32 values")
-                    width = None if context is None else len(context) // self.dim
-                    if context is not None and (width not in ctx_rows or len(context) != width * self.dim):
-                        raise ValueError(f"its context vector has {len(context)} bytes")
-                    entry = codec.lazy_entry(cache_id, tenant, session_id, state, expires, eager, raw, _EMPTY,
-                                             None if context is None else _EMPTY, strings)
+                    if context_len not in (None, 2 * self.dim, 4 * self.dim):   # float16, or float32 as before
+                        raise ValueError(f"its context vector has {context_len} bytes")
+                    entries.append(codec.lazy_entry(cache_id, tenant, session_id, state, expires, eager, _EMPTY,
+                                                    self._fetch, strings))
                 except (ValueError, KeyError, TypeError) as exc:
                     self.corrupt += 1
                     log.error("smartcache: skipping unreadable entry %s in %s: %s", cache_id, self.path, exc)
                     continue
-                if width is not None:
-                    ctx_rows[width][0].append(len(entries))
-                    ctx_rows[width][1].append(context)
-                entries.append(entry)
-                turn_blobs.append(turn)
-            end = len(entries)
-            turns[start:end] = np.frombuffer(b"".join(turn_blobs), np.float32).reshape(end - start, self.dim)
-            for width, dtype in ((2, np.float16), (4, np.float32)):     # float32: rows written before float16
-                rows, blobs = ctx_rows[width]
-                if rows:
-                    contexts[rows] = np.frombuffer(b"".join(blobs), dtype).reshape(len(rows), self.dim)
-                    has_context[rows] = True
-        n = len(entries)
-        self._index.restore(entries, turns[:n], contexts[:n], has_context[:n])
+                blobs.append(turn)
+            turns[start:len(entries)] = np.frombuffer(b"".join(blobs), np.float32).reshape(-1, self.dim)
+        self._index.restore(entries, turns[:len(entries)])
+
+    def _fetch(self, cache_id: str) -> tuple[bytes, np.ndarray | None] | None:
+        """A lazy entry's fields and context vector, read back when it is first looked at."""
+        try:
+            with self._read_lock:
+                row = self._reader.execute("SELECT CAST(fields AS BLOB), context FROM entries WHERE cache_id = ?",
+                                           (cache_id,)).fetchone()
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite read failed: {exc}") from exc
+        return None if row is None else (row[0], codec.vector_from(row[1], self.dim))
 
     # -- the saved graphs -------------------------------------------------------------
 
@@ -270,3 +270,5 @@ class SqliteStore(Store):
         with self._lock:
             self.save_graphs()
             self._db.close()
+            with self._read_lock:
+                self._reader.close()
