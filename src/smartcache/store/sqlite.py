@@ -33,7 +33,8 @@ import numpy as np
 from smartcache.errors import StoreError
 from smartcache.store import codec, graph
 from smartcache.store.base import Entry, EntryState, ScoredEntry, SearchFilter, Store
-from smartcache.store.memory import MemoryStore, _Partition
+from smartcache.store.memory import MemoryStore
+from smartcache.store.partition import Partition
 
 _EMPTY = np.zeros(0, np.float32)   # a stored entry's vector marker: its row holds the vector
 _BATCH = 4096   # rows read at a time: small, so the freed blobs of a batch leave no large holes in the heap
@@ -145,7 +146,7 @@ class SqliteStore(Store):
 
     # -- the saved graphs -------------------------------------------------------------
 
-    def _adopt_graph(self, key: tuple[str, str, str], part: _Partition) -> graph.Graph | None:
+    def _adopt_graph(self, key: tuple[str, str, str], part: Partition) -> graph.Graph | None:
         n = len(part.ids)
         loaded = graph.load(self._graph_dir, key, part.ids, part.vectors[:n])
         if loaded.graph is None:
