@@ -11,13 +11,14 @@ English; a turn and a context vector. Vectors are clustered, as text
 embeddings are; queries are near-duplicates of stored turns (what a lookup
 must find).
 
-For each size it prints, per row:
+For each size it prints, per row (each open in a fresh process):
 - ``memory``: a MemoryStore filled and its graph built once; RSS the process
   grew by per entry (entries, vectors, graph: everything), search p50 / p99,
   recall@8 and top-1 against an exact numpy scan of the float32 vectors;
-- ``sqlite cold`` / ``sqlite warm``: the same entries in a SQLite file, opened
-  in a fresh process without a saved graph (rebuilt, then saved) and again with
-  it; open time (and its parts), RSS per entry after open, search p50 / p99.
+- ``sqlite rows only`` / ``sqlite cold`` / ``sqlite warm``: the same entries in
+  a SQLite file, opened with no graph at all (the rows' share of an open), then
+  without a saved graph (rebuilt, then saved) and again with it; open time and
+  its parts, RSS per entry after open, search p50 / p99.
 It also prints the largest cosine error half precision causes: a context vector
 against itself, and a query's cosine to stored vectors. Figures, not
 assertions: the machine is shared.
@@ -143,7 +144,7 @@ def half_precision_error(n: int) -> tuple[float, float]:
     return self_err, pair_err
 
 
-def open_child(path: str, n: int, count: int) -> dict:
+def open_child(path: str, n: int, count: int, ann_above: int) -> dict:
     """Run in a fresh process: open the file, time it, measure RSS and lookups."""
     import smartcache.store.memory as memory
     import smartcache.store.sqlite as sqlite
@@ -169,7 +170,7 @@ def open_child(path: str, n: int, count: int) -> dict:
     gc.collect()
     before = rss_mb()
     start = time.perf_counter()
-    store = SqliteStore(path, DIM)
+    store = SqliteStore(path, DIM, ann_above=ann_above)
     opened = time.perf_counter() - start
     grown = (rss_mb() - before) / n * 1024
     p50, p99, recall, top1 = timed(store, q, truth)
@@ -217,14 +218,17 @@ def bench_sqlite(n: int, count: int, folder: Path, reuse_graph: bool) -> None:
         print(f"(wrote {n:,} rows to SQLite in {time.perf_counter() - start:.0f} s, "
               f"{path.stat().st_size / n:.0f} bytes a row)", flush=True)
     graph_dir = path.with_name(path.name + ".hnsw")
-    labels = ["sqlite cold", "sqlite warm"]
+    labels = ["sqlite rows only", "sqlite cold", "sqlite warm"]
     if reuse_graph and graph_dir.is_dir() and any(graph_dir.glob("*.json")):
         labels = ["sqlite warm"]
-    for item in graph_dir.glob("*") if graph_dir.is_dir() and len(labels) == 2 else ():
+    for item in graph_dir.glob("*") if graph_dir.is_dir() and len(labels) > 1 else ():
         item.unlink()
     for label in labels:
+        # rows only: no pool gets a graph (ann_above above the size): the open time of the rows alone
+        ann_above = 10**12 if label == "sqlite rows only" else 50_000
         out = subprocess.run([sys.executable, __file__, "--child", str(path), "--sizes", str(n), "--queries",
-                              str(count)], capture_output=True, text=True, check=True)
+                              str(count), "--ann-above", str(ann_above)], capture_output=True, text=True,
+                             check=True)
         r = json.loads(out.stdout.strip().splitlines()[-1])
         parts = ", ".join(f"{k} {v:.1f}" for k, v in r["parts"].items())
         print(f"| {n:,} | {label} | open {r['open_s']:.1f} s ({parts}) | {r['kb']:.2f} | {r['p50']:.2f} | "
@@ -241,9 +245,10 @@ def main() -> int:
     parser.add_argument("--reuse-graph", action="store_true",
                         help="with --keep: skip the cold open when a saved graph is there")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--ann-above", type=int, default=50_000, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(open_child(args.child, int(args.sizes), args.queries)))
+        print(json.dumps(open_child(args.child, int(args.sizes), args.queries, args.ann_above)))
         return 0
     print("| entries | store | build / open | KB/entry (RSS) | search p50 ms | search p99 ms | recall@8 | top-1 "
           "| graph |")
