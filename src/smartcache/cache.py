@@ -148,7 +148,13 @@ class SmartCache:
             log.error("smartcache store failed during lookup, serving from the engine: %s", exc)
             self._count("store_errors")
             return self._counted(Decision(Zone.MISS, (Reason("store_error", str(exc)),), cacheable=False))
-        decision = self.decider.decide(fp, candidates, continued)
+        try:
+            # Entries of a persistent store may read their fields on first use (SqliteStore).
+            decision = self.decider.decide(fp, candidates, continued)
+        except StoreError as exc:
+            log.error("smartcache store failed while deciding, serving from the engine: %s", exc)
+            self._count("store_errors")
+            return self._counted(Decision(Zone.MISS, (Reason("store_error", str(exc)),), cacheable=False))
         try:
             if decision.zone is Zone.HIT and decision.entry is not None:
                 self.lifecycle.record_hit(decision.entry.cache_id)

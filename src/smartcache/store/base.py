@@ -74,13 +74,13 @@ class VersionKey:
         return VersionKeyHash(hashlib.sha256(payload.encode()).hexdigest())
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Answer:
     text: str
     key_facts: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)   # slots: ~450 B less an entry than a __dict__
 class Entry:
     """One cached answer with everything needed to decide whether it may be served again."""
 

@@ -1,17 +1,30 @@
-"""Entries as records: JSON for the fields, raw float32 bytes for the vectors.
+"""Entries as records: JSON for the fields, raw bytes for the vectors.
 
 Shared by the persistent stores, so an entry written by one backend reads back
-identical (tests compare them field by field).
+identical (tests compare them field by field). Turn vectors are written as
+float32 (exact: small pools scan them as they were put). Context vectors are
+written as float16 (``context_bytes``: half the bytes, a cosine moves by ~1e-3
+at most); ``vector_from`` reads either width, so rows written before are read
+as they are.
+
+A store that reads a million rows on open cannot afford to decode each one's
+JSON into objects (it is most of the open time), nor to hold them (a
+multi-turn entry's signature, answer and context vector are about 3 KB):
+``lazy_entry`` makes an entry from the few fields an index needs, and reads the
+rest back from the store the first time one of them is asked for.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
-from typing import Any
+import sys
+from typing import Any, Callable
 
 import numpy as np
 
+from smartcache.errors import StoreError
 from smartcache.fingerprint import Signature
 from smartcache.store.base import Answer, Entry, EntryId, EntryState, Scope, VersionKeyHash
 
@@ -37,13 +50,20 @@ def vector_bytes(vector: np.ndarray | None) -> bytes | None:
     return None if vector is None else np.ascontiguousarray(vector, dtype=np.float32).tobytes()
 
 
+def context_bytes(vector: np.ndarray | None) -> bytes | None:
+    """A context vector as float16 bytes (``vector_from`` tells the width by the length)."""
+    return None if vector is None else np.ascontiguousarray(vector, dtype=np.float16).tobytes()
+
+
 def vector_from(blob: bytes | None, dim: int) -> np.ndarray | None:
+    """A stored vector as float32, whether it was written as float32 or float16."""
     if blob is None:
         return None
-    vector = np.frombuffer(blob, dtype=np.float32)
-    if vector.shape != (dim,):
-        raise ValueError(f"stored vector has {vector.size} values, expected {dim}")
-    return vector.copy()
+    if len(blob) == 4 * dim:
+        return np.frombuffer(blob, dtype=np.float32).copy()
+    if len(blob) == 2 * dim:
+        return np.frombuffer(blob, dtype=np.float16).astype(np.float32)
+    raise ValueError(f"stored vector has {len(blob)} bytes, expected {4 * dim} (float32) or {2 * dim} (float16)")
 
 
 def entry_from(fields: dict[str, Any], turn: bytes, context: bytes | None, dim: int) -> Entry:
@@ -64,3 +84,105 @@ def entry_from(fields: dict[str, Any], turn: bytes, context: bytes | None, dim: 
 
 def dumps(fields: dict[str, Any]) -> str:
     return json.dumps(fields, ensure_ascii=False, separators=(",", ":"))
+
+
+# -- lazy entries ------------------------------------------------------------------------
+
+# The JSON paths an index needs at once, in the order ``lazy_entry`` takes them (SQLite's
+# json_extract with several paths parses the text once and returns them as one array).
+EAGER_PATHS = ("$.scope", "$.version_key", "$.conversation_hash", "$.prefix_hash", "$.domain", "$.hit_count",
+               "$.feedback_score", "$.last_hit_at", "$.prompt_tokens", "$.created_at")
+_LAZY = ("context_fingerprint", "signature", "answer", "context_vector")
+_SCOPES = {s.value: s for s in Scope}
+_STATES = {s.value: s for s in EntryState}
+_set = object.__setattr__
+_FIELDS = tuple(f.name for f in dataclasses.fields(Entry))
+_FIELD_SET = frozenset(_FIELDS)
+_SLOTS = (*_FIELDS, "_fetch")
+
+
+# Reads one entry's JSON fields and context vector back (None: the row is gone).
+Fetch = Callable[[str], "tuple[bytes, np.ndarray | None] | None"]
+
+
+class LazyEntry(Entry):
+    """An entry whose signature, answer, context vector and context fingerprint stay in the store
+    until first read. Copies (``with_changes``: every entry a store hands out) read them for
+    themselves, so the stored one stays small however often it is looked at; sweeps over every
+    entry (purge, eviction, counts) read only index fields and never touch the file."""
+
+    __slots__ = ("_fetch",)
+
+    def __getattr__(self, name: str) -> Any:   # only reached for a slot not yet set
+        if name not in _LAZY:
+            raise AttributeError(name)
+        fetch = object.__getattribute__(self, "_fetch")
+        if fetch is not None:    # None: another thread read it between the lookup and here
+            try:
+                row = fetch(self.cache_id)
+                if row is None:
+                    raise StoreError(f"entry {self.cache_id} was removed while it was being read")
+                fields = json.loads(row[0])
+                signature = Signature.from_json(fields["signature"])
+                answer = Answer(fields["answer"], tuple(fields.get("key_facts", ())))
+                fingerprint = fields["context_fingerprint"]
+            except (ValueError, KeyError, TypeError) as exc:
+                raise StoreError(f"entry {self.cache_id} cannot be decoded: {exc}") from exc
+            for field_name, value in (("signature", signature), ("answer", answer),
+                                      ("context_fingerprint", fingerprint), ("context_vector", row[1])):
+                try:
+                    object.__getattribute__(self, field_name)     # set by with_changes: it wins
+                except AttributeError:
+                    _set(self, field_name, value)
+            _set(self, "_fetch", None)
+        return object.__getattribute__(self, name)
+
+    def with_changes(self, **changes: object) -> "LazyEntry":
+        """A copy with ``changes``; what is still in the store stays there (no read)."""
+        copy = object.__new__(LazyEntry)
+        for name in _SLOTS:
+            try:
+                _set(copy, name, object.__getattribute__(self, name))
+            except AttributeError:      # a lazy field not read yet
+                pass
+        for name, value in changes.items():
+            if name not in _FIELD_SET:
+                raise TypeError(f"Entry has no field {name!r}")
+            _set(copy, name, value)
+        return copy
+
+    def __eq__(self, other: object) -> bool:   # equal to the plain Entry with the same fields
+        if not isinstance(other, Entry):
+            return NotImplemented
+        return all(_same(getattr(self, name), getattr(other, name)) for name in _FIELDS)
+
+    __hash__ = None  # type: ignore[assignment]   # like Entry: holds arrays
+
+
+def _same(a: object, b: object) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return bool(np.array_equal(a, b))
+    return a == b
+
+
+def lazy_entry(cache_id: str, tenant: str, session_id: str, state: str, expires_at: float | None, eager: str,
+               turn_vector: np.ndarray, fetch: Fetch, strings: dict[str, str]) -> LazyEntry:
+    """An entry from a row's columns and its ``EAGER_PATHS`` array; ``strings`` shares equal
+    tenant, session, version and domain strings between rows (one object each, not a million)."""
+    scope, version, conversation, prefix, domain, hits, feedback, last_hit, tokens, created = json.loads(eager)
+    entry = object.__new__(LazyEntry)
+    for name, value in (("cache_id", cache_id), ("scope", _SCOPES[scope]),
+                        ("tenant", strings.setdefault(tenant, sys.intern(tenant))),
+                        ("session_id", strings.setdefault(session_id, session_id)),
+                        ("version_key", strings.setdefault(version, version)),
+                        ("turn_vector", turn_vector),
+                        ("prefix_hash", prefix), ("conversation_hash", conversation), ("state", _STATES[state]),
+                        ("expires_at", float("inf") if expires_at is None else float(expires_at)),
+                        ("domain", strings.setdefault(domain or "general", domain or "general")),
+                        ("hit_count", int(hits or 0)),
+                        ("feedback_score", 1.0 if feedback is None else float(feedback)),
+                        ("last_hit_at", float(last_hit or 0.0)), ("prompt_tokens", int(tokens or 0)),
+                        ("created_at", float(created)),
+                        ("_fetch", fetch)):
+        _set(entry, name, value)
+    return entry

@@ -7,9 +7,13 @@ enforced by where a vector is stored, not by a check after scoring. Within a
 partition, servability (state, expiry, feedback) is a vectorised mask over
 parallel arrays, so a search allocates no Python object per entry.
 
+Context vectors live beside the turn vectors, in half precision (a context
+cosine moves by ~1e-3 at most), so a stored entry carries no array of its own;
+see ``partition``.
+
 A partition that grows past ``ann_above`` entries also gets an HNSW graph
-(usearch, half-precision vectors, deletes supported). A search then asks the
-graph for a few times k candidates, masks them and rescores them exactly; when
+(usearch, see ``graph``; half-precision vectors, deletes supported). A search
+then asks the graph for a few times k candidates, masks them and rescores them exactly; when
 the mask leaves fewer than k it widens the ask, and falls back to the exact scan
 rather than return fewer results than the scan would.
 """
@@ -18,16 +22,18 @@ from __future__ import annotations
 
 import heapq
 import threading
-from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
 from smartcache.store.base import Doomed, Entry, EntryState, Scope, ScoredEntry, SearchFilter, Store, Usage
+from smartcache.store.graph import Graph
+from smartcache.store.partition import Partition as _Partition
 
 _GLOBAL_POOL = "\x00global"
-# Stored entries drop their own copy of the turn vector (the partition matrix holds it):
-# at a million entries that copy is 2 GB. Entries handed out get it back.
+# Stored entries drop their own copies of the turn and context vectors (the partition's
+# matrices hold them): at a million entries those copies are 4 GB. Entries handed out get
+# them back. A stored entry's context_vector is None when it has none, else this marker.
 _NO_VECTOR = np.zeros(0, np.float32)
 
 
@@ -36,104 +42,9 @@ def _partition_key(entry: Entry) -> tuple[str, str, str]:
     return (entry.tenant, entry.version_key, pool)
 
 
-class _Graph:
-    """An HNSW graph over one partition's rows, keyed by stable integer labels."""
-
-    def __init__(self, dim: int) -> None:
-        from usearch.index import Index
-
-        # i8: the graph only proposes candidates; they are rescored from the partition's own vectors.
-        self.index = Index(ndim=dim, metric="cos", dtype="i8", connectivity=16, expansion_add=64,
-                           expansion_search=256)
-
-    def add(self, labels: np.ndarray, vectors: np.ndarray) -> None:
-        self.index.add(labels.astype(np.uint64), vectors)
-
-    def remove(self, label: int) -> None:
-        self.index.remove(int(label))
-
-    def candidates(self, vector: np.ndarray, count: int) -> np.ndarray:
-        return np.asarray(self.index.search(vector, count).keys, dtype=np.int64)
-
-
-@dataclass
-class _Partition:
-    dim: int
-    ids: list[str] = field(default_factory=list)
-    graph: _Graph | None = None
-    labels: np.ndarray = field(init=False)     # int64: the row's label in the graph
-    label_row: dict[int, int] = field(default_factory=dict)
-    vectors: np.ndarray = field(init=False)
-    servable: np.ndarray = field(init=False)   # bool: state is servable
-    frozen: np.ndarray = field(init=False)     # bool: exempt from expiry
-    expires: np.ndarray = field(init=False)    # float64 expiry time
-    feedback: np.ndarray = field(init=False)   # float32 feedback score
-    domains: np.ndarray = field(init=False)    # object: domain tag
-
-    def __post_init__(self) -> None:
-        self._allocate(16)
-
-    def _allocate(self, capacity: int) -> None:
-        old = len(self.ids)
-        def grow(arr: np.ndarray | None, shape: tuple[int, ...], dtype: object) -> np.ndarray:
-            new = np.zeros(shape, dtype=dtype)
-            if arr is not None:
-                new[:old] = arr[:old]
-            return new
-        current = getattr(self, "vectors", None)
-        self.vectors = grow(current, (capacity, self.dim), current.dtype if current is not None else np.float32)
-        self.servable = grow(getattr(self, "servable", None), (capacity,), bool)
-        self.frozen = grow(getattr(self, "frozen", None), (capacity,), bool)
-        self.expires = grow(getattr(self, "expires", None), (capacity,), np.float64)
-        self.feedback = grow(getattr(self, "feedback", None), (capacity,), np.float32)
-        self.domains = grow(getattr(self, "domains", None), (capacity,), object)
-        self.labels = grow(getattr(self, "labels", None), (capacity,), np.int64)
-
-    def set_row(self, row: int, entry: Entry) -> None:
-        if entry.turn_vector.size:          # a stored (vector-less) entry keeps the row's vector
-            self.vectors[row] = entry.turn_vector
-        self.servable[row] = entry.state.servable
-        self.frozen[row] = entry.state is EntryState.FROZEN
-        self.expires[row] = entry.expires_at
-        self.feedback[row] = entry.feedback_score
-        self.domains[row] = entry.domain
-
-    def append(self, entry: Entry, label: int) -> int:
-        row = len(self.ids)
-        if row == self.vectors.shape[0]:
-            self._allocate(row * 2)   # amortised O(1) appends
-        self.ids.append(entry.cache_id)
-        self.set_row(row, entry)
-        self.labels[row] = label
-        self.label_row[label] = row
-        if self.graph is not None:
-            self.graph.add(self.labels[row:row + 1], self.vectors[row:row + 1])
-        return row
-
-    def build_graph(self) -> None:
-        """Index the partition with HNSW. A pool this large keeps its vectors in half precision
-        (rescoring needs no more; a cosine moves by about 1e-3): 1 KB an entry instead of 2."""
-        n = len(self.ids)
-        self.graph = _Graph(self.dim)
-        self.graph.add(self.labels[:n], self.vectors[:n])
-        self.vectors = self.vectors.astype(np.float16)
-
-    def remove(self, row: int) -> str | None:
-        """Swap-remove a row; returns the id that moved into ``row`` (or None)."""
-        last = len(self.ids) - 1
-        moved = None
-        del self.label_row[int(self.labels[row])]
-        if self.graph is not None:
-            self.graph.remove(self.labels[row])
-        if row != last:
-            for arr in (self.vectors, self.servable, self.frozen, self.expires, self.feedback, self.domains,
-                        self.labels):
-                arr[row] = arr[last]
-            moved = self.ids[last]
-            self.label_row[int(self.labels[row])] = row
-            self.ids[row] = moved
-        self.ids.pop()
-        return moved
+def _stored(entry: Entry) -> Entry:
+    return entry.with_changes(turn_vector=_NO_VECTOR,
+                              context_vector=None if entry.context_vector is None else _NO_VECTOR)
 
 
 class MemoryStore(Store):
@@ -167,7 +78,7 @@ class MemoryStore(Store):
                 part = self._partitions[key] = _Partition(self.dim)
             self._next_label += 1
             self._where[entry.cache_id] = (key, part.append(entry, self._next_label))
-            self._entries[entry.cache_id] = entry.with_changes(turn_vector=_NO_VECTOR)
+            self._entries[entry.cache_id] = _stored(entry)
             if part.graph is None and len(part.ids) > self.ann_above:
                 part.build_graph()
             self._by_conversation.setdefault(entry.conversation_hash, set()).add(entry.cache_id)
@@ -185,7 +96,7 @@ class MemoryStore(Store):
 
     def _full(self, entry: Entry) -> Entry:
         key, row = self._where[entry.cache_id]
-        return entry.with_changes(turn_vector=self._partitions[key].vectors[row].astype(np.float32))
+        return self._partitions[key].full(row, entry)
 
     def get(self, cache_id: str) -> Entry | None:
         with self._lock:
@@ -204,7 +115,7 @@ class MemoryStore(Store):
             else:
                 key, row = self._where[cache_id]
                 self._partitions[key].set_row(row, new)
-                self._entries[cache_id] = new.with_changes(turn_vector=_NO_VECTOR)
+                self._entries[cache_id] = _stored(new)
                 self._track(new)
             return new
 
@@ -246,6 +157,47 @@ class MemoryStore(Store):
         if not part.ids:
             del self._partitions[key]
 
+    def restore(self, entries: Sequence[Entry], turns: np.ndarray) -> None:
+        """Fill an empty store at once with stored entries (no turn vector of their own; a context
+        vector, if any, they read themselves) and row i's turn vector: what a persistent store
+        does on open, without put()'s per-entry copies. No graph is built; see ``adopt_graphs``.
+        Every index put() keeps must be filled here too."""
+        with self._lock:
+            if self._entries:
+                raise ValueError("restore needs an empty store")
+            groups: dict[tuple[str, str, str], list[int]] = {}
+            for i, entry in enumerate(entries):
+                groups.setdefault(_partition_key(entry), []).append(i)
+                self._entries[entry.cache_id] = entry
+                self._by_conversation.setdefault(entry.conversation_hash, set()).add(entry.cache_id)
+                self._track(entry)
+            for key, rows in groups.items():
+                n, members = len(rows), [entries[i] for i in rows]
+                # A pool that will get a graph keeps half precision (as build_graph would); copied in
+                # chunks so a million rows never need a second float32 matrix.
+                part_turns = np.empty((n, self.dim), np.float16 if n > self.ann_above else np.float32)
+                for start in range(0, n, 65536):
+                    part_turns[start:start + 65536] = turns[rows[start:start + 65536]]
+                labels = np.arange(self._next_label + 1, self._next_label + 1 + n, dtype=np.int64)
+                self._next_label += n
+                self._partitions[key] = _Partition.of_rows(self.dim, [e.cache_id for e in members], labels,
+                                                           part_turns, members)
+                self._where.update(zip((e.cache_id for e in members), zip([key] * n, range(n))))
+
+    def adopt_graphs(self, load: Callable[[tuple[str, str, str], _Partition], Graph | None]) -> None:
+        """Give every partition above ``ann_above`` a graph: ``load`` may return a saved one (having
+        set the rows' labels with ``build_graph``), else one is built here."""
+        with self._lock:
+            for key, part in self._partitions.items():
+                if part.graph is None and len(part.ids) > self.ann_above and load(key, part) is None:
+                    part.build_graph()
+                if part.graph is not None and len(part.ids):
+                    self._next_label = max(self._next_label, int(part.labels[:len(part.ids)].max()))
+
+    def graphs(self) -> Iterator[tuple[tuple[str, str, str], _Partition]]:
+        """The partitions that have a graph (to save them); call with the store's lock held."""
+        return ((key, part) for key, part in self._partitions.items() if part.graph is not None)
+
     def search(self, flt: SearchFilter, vector: np.ndarray, k: int) -> list[ScoredEntry]:
         keys = []
         if flt.session_id is not None:
@@ -275,9 +227,7 @@ class MemoryStore(Store):
                 best = np.argpartition(-scores, top - 1)[:top] if top < rows.size else np.arange(rows.size)
                 for i in best:
                     row = int(rows[i])
-                    stored = self._entries[part.ids[row]]
-                    results.append(ScoredEntry(stored.with_changes(turn_vector=part.vectors[row].astype(np.float32)),
-                                               float(scores[i])))
+                    results.append(ScoredEntry(part.full(row, self._entries[part.ids[row]]), float(scores[i])))
         results.sort(key=lambda r: -r.similarity)
         return results[:k]
 

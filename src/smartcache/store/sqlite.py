@@ -7,14 +7,21 @@ committed, and readers never see half a write. ``synchronous`` is NORMAL by
 default (durable across process crashes; a power cut may lose the last
 commits); FULL makes every commit survive power loss too, at an fsync a write.
 
-On open every row is read back into the index; a row that cannot be decoded is
-skipped, counted in ``corrupt`` and logged, never served and never deleted.
-One process owns a file: replicas share a Redis store, not a SQLite file.
+On open every row is read back into the index at once: the few fields an index
+needs come out of SQLite's own JSON parser; signature, answer and context vector
+are read back from the file (a second, read-only connection) the first time an
+entry is looked at (``codec.lazy_entry``). A row that cannot be read is skipped,
+counted in ``corrupt`` and logged, never served and never deleted. One process
+owns a file: replicas share a Redis store, not a SQLite file.
+
+The HNSW graph of each pool above ``ann_above`` is saved beside the file
+(``<db>.hnsw/``, see ``graph``): after a rebuild on open, every ``graph_save_s``
+while it changes, and on close. Open reuses a saved graph only when it provably
+matches the rows; ``graph_status`` says, per pool, which happened and why.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import sqlite3
 import threading
@@ -24,9 +31,13 @@ from typing import Iterable, Iterator
 import numpy as np
 
 from smartcache.errors import StoreError
-from smartcache.store import codec
+from smartcache.store import codec, graph
 from smartcache.store.base import Doomed, Entry, EntryState, ScoredEntry, SearchFilter, Store, Usage
 from smartcache.store.memory import MemoryStore
+from smartcache.store.partition import Partition
+
+_EMPTY = np.zeros(0, np.float32)   # a stored entry's vector marker: its row holds the vector
+_BATCH = 4096   # rows read at a time: small, so the freed blobs of a batch leave no large holes in the heap
 
 log = logging.getLogger("smartcache.store")
 
@@ -56,12 +67,16 @@ CREATE INDEX IF NOT EXISTS entries_expiry ON entries (expires_at);
 class SqliteStore(Store):
     """A MemoryStore index over a SQLite file; thread-safe, one writer at a time."""
 
-    def __init__(self, path: str | Path, dim: int, *, synchronous: str = "NORMAL", **index_options) -> None:
+    def __init__(self, path: str | Path, dim: int, *, synchronous: str = "NORMAL", graph_save_s: float = 900.0,
+                 **index_options) -> None:
         if synchronous.upper() not in ("NORMAL", "FULL"):
             raise ValueError("synchronous must be NORMAL or FULL")
         self.path = Path(path)
         self.dim = dim
         self.corrupt = 0
+        self.graph_status: dict[tuple[str, str, str], str] = {}
+        self._graph_dir = self.path.with_name(self.path.name + ".hnsw")
+        self._saved_edits: dict[tuple[str, str, str], int] = {}
         self._lock = threading.RLock()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -72,10 +87,20 @@ class SqliteStore(Store):
             self._db.executescript(_SCHEMA)
             self._migrate()
             self._check_dim()
+            # Lazy entries read through their own connection: a lookup holding the index's lock
+            # never waits on the write lock (writers take it before the index's).
+            self._reader = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+            self._read_lock = threading.Lock()
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"cannot open the SQLite store at {self.path}: {exc}") from exc
         self._index = MemoryStore(dim, **index_options)
         self._load()
+        self._index.adopt_graphs(self._adopt_graph)
+        self.save_graphs()              # a graph rebuilt just now is saved at once
+        self._closing = threading.Event()
+        self._saver = threading.Thread(target=self._save_every, args=(graph_save_s,), daemon=True,
+                                       name="smartcache-graph-saver")
+        self._saver.start()
 
     def _check_dim(self) -> None:
         row = self._db.execute("SELECT value FROM meta WHERE key = 'dim'").fetchone()
@@ -104,13 +129,84 @@ class SqliteStore(Store):
         self._db.executescript(_INDEXES)
 
     def _load(self) -> None:
-        for cache_id, fields, turn, context in self._db.execute(
-                "SELECT cache_id, fields, turn, context FROM entries"):
-            try:
-                self._index.put(codec.entry_from(json.loads(fields), turn, context, self.dim))
-            except (ValueError, KeyError, TypeError) as exc:
-                self.corrupt += 1
-                log.error("smartcache: skipping unreadable entry %s in %s: %s", cache_id, self.path, exc)
+        """Every row at once: no JSON decoded in Python, turn vectors copied in batches, no put()."""
+        count = self._db.execute("SELECT count(*) FROM entries").fetchone()[0]
+        turns = np.empty((count, self.dim), np.float32)
+        entries: list[Entry] = []
+        strings: dict[str, str] = {}
+        paths = ", ".join(f"'{p}'" for p in codec.EAGER_PATHS)
+        cursor = self._db.execute(
+            "SELECT cache_id, tenant, session_id, state, expires_at, "
+            f"CASE WHEN json_valid(fields) THEN json_extract(fields, {paths}) END, turn, length(context) "
+            "FROM entries")
+        while batch := cursor.fetchmany(_BATCH):
+            start = len(entries)
+            blobs: list[bytes] = []
+            for cache_id, tenant, session_id, state, expires, eager, turn, context_len in batch:
+                try:
+                    if eager is None:
+                        raise ValueError("its fields are not JSON")
+                    if not isinstance(turn, bytes) or len(turn) != 4 * self.dim:
+                        raise ValueError(f"its turn vector is not {self.dim} float32 values")
+                    if context_len not in (None, 2 * self.dim, 4 * self.dim):   # float16, or float32 as before
+                        raise ValueError(f"its context vector has {context_len} bytes")
+                    entries.append(codec.lazy_entry(cache_id, tenant, session_id, state, expires, eager, _EMPTY,
+                                                    self._fetch, strings))
+                except (ValueError, KeyError, TypeError) as exc:
+                    self.corrupt += 1
+                    log.error("smartcache: skipping unreadable entry %s in %s: %s", cache_id, self.path, exc)
+                    continue
+                blobs.append(turn)
+            turns[start:len(entries)] = np.frombuffer(b"".join(blobs), np.float32).reshape(-1, self.dim)
+        self._index.restore(entries, turns[:len(entries)])
+
+    def _fetch(self, cache_id: str) -> tuple[bytes, np.ndarray | None] | None:
+        """A lazy entry's fields and context vector, read back when it is first looked at."""
+        try:
+            with self._read_lock:
+                row = self._reader.execute("SELECT CAST(fields AS BLOB), context FROM entries WHERE cache_id = ?",
+                                           (cache_id,)).fetchone()
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite read failed: {exc}") from exc
+        return None if row is None else (row[0], codec.vector_from(row[1], self.dim))
+
+    # -- the saved graphs -------------------------------------------------------------
+
+    def _adopt_graph(self, key: tuple[str, str, str], part: Partition) -> graph.Graph | None:
+        n = len(part.ids)
+        loaded = graph.load(self._graph_dir, key, part.ids, part.vectors[:n])
+        if loaded.graph is None:
+            log.warning("smartcache: building the HNSW graph of a %d-row pool of %s (%s)", n, self.path,
+                        loaded.reason)
+            self.graph_status[key] = f"rebuilt: {loaded.reason}"
+            return None
+        part.build_graph(loaded.graph, loaded.labels)
+        self._saved_edits[key] = part.edits
+        log.info("smartcache: reusing the saved HNSW graph of a %d-row pool of %s", n, self.path)
+        self.graph_status[key] = f"reused: {loaded.reason}"
+        return loaded.graph
+
+    def save_graphs(self) -> None:
+        """Save every graph changed since it was last saved, and drop files no pool needs. Holds the
+        write lock (seconds at a million rows): lookups go on, writes wait."""
+        with self._lock:
+            keep = set()
+            for key, part in self._index.graphs():
+                keep.add(graph.file_name(key))
+                if self._saved_edits.get(key) == part.edits:
+                    continue
+                n = len(part.ids)
+                try:
+                    graph.save(self._graph_dir, key, part.graph, part.ids[:n], part.labels[:n], part.vectors[:n])
+                except OSError as exc:   # the next open rebuilds: slower, never wrong
+                    log.error("smartcache: cannot save the HNSW graph beside %s: %s", self.path, exc)
+                    continue
+                self._saved_edits[key] = part.edits
+            graph.forget(self._graph_dir, keep)
+
+    def _save_every(self, seconds: float) -> None:
+        while not self._closing.wait(seconds):
+            self.save_graphs()
 
     # -- writes: SQLite first, then the index ---------------------------------------
 
@@ -122,7 +218,7 @@ class SqliteStore(Store):
                 (entry.cache_id, entry.tenant, entry.session_id, entry.state.value,
                  None if entry.expires_at == float("inf") else entry.expires_at,
                  codec.dumps(codec.entry_fields(entry)), codec.vector_bytes(entry.turn_vector),
-                 codec.vector_bytes(entry.context_vector), entry.created_at))
+                 codec.context_bytes(entry.context_vector), entry.created_at))
         except sqlite3.Error as exc:
             raise StoreError(f"SQLite write failed: {exc}") from exc
 
@@ -237,5 +333,9 @@ class SqliteStore(Store):
             return str(self._db.execute("PRAGMA integrity_check").fetchone()[0])
 
     def close(self) -> None:
+        self._closing.set()
         with self._lock:
+            self.save_graphs()
             self._db.close()
+            with self._read_lock:
+                self._reader.close()
