@@ -44,13 +44,13 @@ class Clock:
         return self.now
 
 
-def test_a_fault_marks_the_store_down_and_calls_fail_fast_until_the_retry():
+def test_a_fault_marks_the_call_down_and_it_fails_fast_until_the_retry():
     inner, clock = Flaky(4), Clock()
     store = GuardedStore(inner, retry_after_s=1.0, max_retry_s=4.0, clock=clock)
-    assert store.generation("x") == 0 and store.health().up
+    assert store.get("a") is None and store.health().up
     inner.fault = sqlite3.OperationalError("database is locked")
     with pytest.raises(StoreError, match="locked"):
-        store.generation("x")                 # a backend error comes out typed
+        store.get("a")                        # a backend error comes out typed
     health = store.health()
     assert not health.up and "locked" in health.last_error and health.failures == 1
     calls = inner.calls
@@ -69,6 +69,19 @@ def test_a_fault_marks_the_store_down_and_calls_fail_fast_until_the_retry():
     assert store.get("a") is None             # the probe succeeds: up again, no restart
     assert store.health().up and store.health().last_error is None
     assert store.health().failures == 2
+
+
+def test_one_broken_kind_of_call_leaves_the_others_working():
+    inner, clock = Flaky(4), Clock()
+    store = GuardedStore(inner, clock=clock)
+    inner.fault = OSError("connection reset")
+    with pytest.raises(StoreError):
+        store.pending_due(1.0, 10)
+    inner.fault = None
+    assert store.get("a") is None             # another call still goes to the store
+    assert not store.health().up              # but the store is reported degraded meanwhile
+    clock.now += 1.01
+    assert store.pending_due(1.0, 10) == [] and store.health().up
 
 
 def test_the_backoff_is_capped():
@@ -104,7 +117,7 @@ def test_smartcache_fails_open_while_the_store_is_down(encoder, clock):
     assert cache.stats().store_errors >= 2 and not cache.store_health().up
     assert cache.stats().entries == 0          # counts unknown while down, not an exception
     inner.fault = None
-    cache.backend._down_until = 0.0           # skip the real-time backoff of this test
+    cache.backend._down.clear()               # skip the real-time backoff of this test
     assert cache.lookup([U("How can I reset my password?")], session="s1").zone is Zone.HIT
     assert cache.store_health().up
     assert np.isfinite(cache.stats().hit_rate)

@@ -1,11 +1,14 @@
 """A store that may fail: its faults become StoreError, its health is known, and a store
 that is down is not asked again on every request.
 
-``SmartCache`` wraps every backend in a ``GuardedStore``. When a call fails the store is
-marked down; for the next ``retry_after_s`` (doubling up to ``max_retry_s`` while it
-stays down) every call fails at once with StoreError instead of waiting on a dead
-connection, and callers fail open (a lookup is a miss, an answer is not cached). The
-first call after that is a probe: when it succeeds the store is up again, with no restart.
+``SmartCache`` wraps every backend in a ``GuardedStore``. When a call fails, that kind of
+call (search, put, pending_due, …) is marked down: for the next ``retry_after_s``
+(doubling up to ``max_retry_s`` while it keeps failing) it fails at once with StoreError
+instead of waiting on a dead connection, and callers fail open (a lookup is a miss, an
+answer is not cached). The first such call after that is a probe: when it succeeds that
+call is up again, with no restart. A dead server fails every kind of call, each once per
+backoff; a single broken query takes down only itself. The store is reported degraded
+while any kind of call is within its backoff.
 """
 
 from __future__ import annotations
@@ -53,21 +56,26 @@ class GuardedStore(Store):
         self.max_retry_s = max_retry_s
         self._clock = clock
         self._lock = threading.Lock()
-        self._down_until = 0.0          # monotonic time before which calls fail fast
-        self._backoff = retry_after_s
-        self._health = StoreHealth(True, time.time(), None, 0)
+        self._down: dict[str, tuple[float, float]] = {}   # op -> (fail fast until, its backoff)
+        self._since = time.time()
+        self._last_error: str | None = None
+        self._failures = 0
 
     def __getattr__(self, name: str) -> Any:
         # Backend extras (close, integrity, path, corrupt, …) stay reachable.
         return getattr(self.__dict__["inner"], name)
 
     def health(self) -> StoreHealth:
-        return self._health
+        with self._lock:
+            now = self._clock()
+            up = not any(until > now for until, _ in self._down.values())
+            return StoreHealth(up, self._since, None if up else self._last_error, self._failures)
 
     def _call(self, op: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         with self._lock:
-            if not self._health.up and self._clock() < self._down_until:
-                raise StoreError(f"the store is unavailable ({self._health.last_error}); retrying shortly")
+            down = self._down.get(op)
+            if down is not None and self._clock() < down[0]:
+                raise StoreError(f"the store is unavailable ({self._last_error}); retrying shortly")
         try:
             result = fn(*args, **kwargs)
         except _FAULTS as exc:
@@ -75,20 +83,22 @@ class GuardedStore(Store):
             if isinstance(exc, StoreError):
                 raise
             raise StoreError(f"store {op} failed: {exc}") from exc
-        if not self._health.up:
+        if down is not None:
             with self._lock:
-                self._backoff = self.retry_after_s
-                self._health = StoreHealth(True, time.time(), None, self._health.failures)
+                self._down.pop(op, None)
+                if not self._down:
+                    self._since, self._last_error = time.time(), None
         return result
 
     def _failed(self, op: str, exc: BaseException) -> None:
         with self._lock:
-            was_up = self._health.up
-            if not was_up:
-                self._backoff = min(self._backoff * 2, self.max_retry_s)
-            self._down_until = self._clock() + self._backoff
-            self._health = StoreHealth(False, time.time() if was_up else self._health.since,
-                                       f"{op}: {exc}"[:300], self._health.failures + 1)
+            if not self._down:
+                self._since = time.time()
+            previous = self._down.get(op)
+            backoff = self.retry_after_s if previous is None else min(previous[1] * 2, self.max_retry_s)
+            self._down[op] = (self._clock() + backoff, backoff)
+            self._last_error = f"{op}: {exc}"[:300]
+            self._failures += 1
 
     # -- the contract, each call guarded ---------------------------------------------
 
