@@ -23,6 +23,7 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
+from smartcache.defaults import section
 from smartcache.store.base import Doomed, Entry, EntryState, Scope, ScoredEntry, SearchFilter, Store, Usage
 
 _GLOBAL_POOL = "\x00global"
@@ -139,7 +140,7 @@ class _Partition:
 class MemoryStore(Store):
     """Thread-safe in-process store: exact cosine search, HNSW for partitions above ``ann_above``."""
 
-    def __init__(self, dim: int, *, ann_above: int = 50_000) -> None:
+    def __init__(self, dim: int, *, ann_above: int = section("store")["ann_above"]) -> None:
         self.dim = dim
         self.ann_above = ann_above
         self._next_label = 0
