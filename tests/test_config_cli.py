@@ -18,6 +18,8 @@ from smartcache.defaults import DEFAULTS
 from smartcache.fingerprint import Fingerprinter
 from smartcache.fingerprint.encoders import MemoEncoder
 from smartcache.store import MemoryStore
+from smartcache.store.redis import RedisStore
+from smartcache.store.sqlite import SqliteStore
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "hotel-breakfast.json"
 
@@ -63,6 +65,8 @@ def test_section_defaults_are_what_load_config_builds():
     (Fingerprinter, "topic_threshold", "topic_threshold"),
     (MemoEncoder, "capacity", "memo_size"),
     (MemoryStore, "ann_above", "store.ann_above"),
+    (SqliteStore, "synchronous", "store.synchronous"),
+    (RedisStore, "prefix", "store.prefix"),
     (Decider, "disabled_domains", "disabled_domains"),
 ], ids=lambda v: v if isinstance(v, str) else v.__name__)
 def test_the_parts_keyword_defaults_are_the_packaged_ones(part, param, key):
