@@ -27,11 +27,20 @@ def packaged() -> dict[str, Any]:
 
 def section(name: str) -> Mapping[str, Any]:
     """One table of the defaults, read-only; a missing table is a packaging bug and raises KeyError."""
-    return MappingProxyType(_PARSED[name])
+    table: Mapping[str, Any] = DEFAULTS[name]
+    return table
+
+
+def _frozen(value: Any) -> Any:
+    """Tables as read-only mappings and arrays as tuples, all the way down: the defaults are shared."""
+    if isinstance(value, dict):
+        return MappingProxyType({k: _frozen(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return tuple(_frozen(v) for v in value)
+    return value
 
 
 _PARSED: dict[str, Any] = tomllib.loads(
     resources.files("smartcache").joinpath("data/defaults.toml").read_text(encoding="utf-8"))
-# Read-only at the top level; ``section`` guards the tables. Callers that need to change a
-# copy take ``packaged()``.
-DEFAULTS: Mapping[str, Any] = MappingProxyType(_PARSED)
+# Every part reads this one object, so none may change it; load_config merges over packaged().
+DEFAULTS: Mapping[str, Any] = _frozen(_PARSED)
