@@ -38,8 +38,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchmark_data import (BACKGROUND, CITY_SIGHTS_EN, CITY_SIGHTS_ZH, DOMAINS, RESET, SMALL_TALK,  # noqa: E402
                             TOPIC_SWITCH, return_policy)
 
+from smartcache.paths import shared_data  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
-CROSSWOZ = ROOT.parent / "shared" / "data" / "crosswoz" / "val.json.zip"
+CROSSWOZ = (shared_data() or Path("../shared/data")) / "crosswoz" / "val.json.zip"   # the fallback only names it
 CATEGORIES = ("paraphrase", "reference", "background", "global_faq", "entity_change", "number_change",
               "intent_reversal", "related_but_different", "constraint_change", "correction", "topic_switch",
               "same_last_message_other_context", "time_sensitive", "cross_session_personal", "reset")

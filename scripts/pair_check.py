@@ -12,12 +12,12 @@ from __future__ import annotations
 import argparse
 import random
 import sys
-from pathlib import Path
 
 from smartcache import SmartCache, Zone
 from smartcache.eval.calibrate import load_pair_set
+from smartcache.paths import shared_data
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = shared_data()
 
 
 def main() -> int:
@@ -25,8 +25,8 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=400, help="pairs sampled per set")
     parser.add_argument("--seed", type=int, default=0, help="which sample (seed 0 is the README's)")
     args = parser.parse_args()
-    if not DATA.exists():
-        print(f"public data not found at {DATA}", file=sys.stderr)
+    if DATA is None:
+        print("public data not found: ../shared/data (or set $SMARTCACHE_SHARED_DATA)", file=sys.stderr)
         return 2
     cache = SmartCache()
     print(f"{'set':14} {'positives':>9} {'hit recall':>10} {'negatives':>9} {'false hits':>10}")

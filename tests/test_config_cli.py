@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import json
 from pathlib import Path
 
@@ -9,7 +11,15 @@ import pytest
 
 from smartcache import ConfigError, load_config
 from smartcache.cli import main
-from smartcache.decide import tier_of
+from smartcache.config import AuthConfig, CacheConfig, LifecycleConfig, StoreConfig
+from smartcache.context import ContextSettings
+from smartcache.decide import Decider, tier_of
+from smartcache.defaults import DEFAULTS
+from smartcache.fingerprint import Fingerprinter
+from smartcache.fingerprint.encoders import MemoEncoder
+from smartcache.store import MemoryStore
+from smartcache.store.redis import RedisStore
+from smartcache.store.sqlite import SqliteStore
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "hotel-breakfast.json"
 
@@ -22,6 +32,49 @@ def test_defaults_have_thresholds_for_every_encoder():
     use = cfg.table_for("use-multilingual")
     assert use.for_domain("code", tier_of("code")).hit > use.for_domain("travel", tier_of("travel")).hit
     assert {"medical", "legal", "finance"} <= cfg.disabled_domains
+
+
+SECTIONS = [(CacheConfig, None), (LifecycleConfig, "lifecycle"), (StoreConfig, "store"), (AuthConfig, "auth"),
+            (ContextSettings, "context")]
+
+
+@pytest.mark.parametrize("cls, table", SECTIONS, ids=[c.__name__ for c, _ in SECTIONS])
+def test_every_config_field_has_its_one_default_in_the_packaged_file(cls, table):
+    values = DEFAULTS if table is None else DEFAULTS[table]
+    names = {f.name for f in dataclasses.fields(cls)}
+    assert names - set(values) == set(), "fields without a value in data/defaults.toml"
+    assert set(values) - names == set(), "keys in data/defaults.toml that no field reads"
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            continue   # CacheConfig: built only by load_config, from the file
+        packaged = values[f.name]
+        assert default == (frozenset(packaged) if isinstance(default, frozenset) else packaged), f.name
+
+
+def test_section_defaults_are_what_load_config_builds():
+    cfg = load_config()
+    assert (cfg.lifecycle, cfg.store, cfg.auth, cfg.context) == (
+        LifecycleConfig(), StoreConfig(), AuthConfig(), ContextSettings())
+
+
+@pytest.mark.parametrize("part, param, key", [
+    (Fingerprinter, "topic_threshold", "topic_threshold"),
+    (MemoEncoder, "capacity", "memo_size"),
+    (MemoryStore, "ann_above", "store.ann_above"),
+    (SqliteStore, "synchronous", "store.synchronous"),
+    (RedisStore, "prefix", "store.prefix"),
+    (Decider, "disabled_domains", "disabled_domains"),
+], ids=lambda v: v if isinstance(v, str) else v.__name__)
+def test_the_parts_keyword_defaults_are_the_packaged_ones(part, param, key):
+    value = DEFAULTS
+    for name in key.split("."):
+        value = value[name]
+    default = inspect.signature(part.__init__).parameters[param].default
+    assert default == (frozenset(value) if isinstance(default, frozenset) else value)
 
 
 def test_a_config_file_overrides_per_domain(tmp_path):

@@ -17,16 +17,25 @@ import numpy as np
 import pytest
 
 from smartcache import Zone
+from smartcache.paths import shared_data
 from conftest import U
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = shared_data()
+
+
+def _data_file(*parts: str) -> Path:
+    """A file of the public data, or skip the test saying what is missing."""
+    if DATA is None:
+        pytest.skip("public data not found: no ../shared/data beside the checkout and no $SMARTCACHE_SHARED_DATA")
+    path = DATA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"public data not found: {path} (see ../shared/data/README.md)")
+    return path
 N = 300
 
 
 def _tsv(name: str) -> list[tuple[str, str, int]]:
-    path = DATA / "zh-pairs" / f"{name}.valid.tsv"
-    if not path.exists():
-        pytest.skip(f"public data not found: {path} (see ../shared/data/README.md)")
+    path = _data_file("zh-pairs", f"{name}.valid.tsv")
     with path.open(encoding="utf-8") as f:
         rows = [(r[0], r[1], int(r[2])) for r in csv.reader(f, delimiter="\t") if len(r) >= 3 and r[2] in "01"]
     random.Random(0).shuffle(rows)
@@ -34,9 +43,7 @@ def _tsv(name: str) -> list[tuple[str, str, int]]:
 
 
 def _qqp() -> list[tuple[str, str, int]]:
-    path = DATA / "qqp" / "similiar_qqp_full.tar.gz"
-    if not path.exists():
-        pytest.skip(f"public data not found: {path}")
+    path = _data_file("qqp", "similiar_qqp_full.tar.gz")
     with tarfile.open(path) as tar:
         member = next(m for m in tar.getmembers() if m.name.endswith(".json"))
         rows = [(r["text_a"], r["text_b"], int(r["label"])) for r in json.load(tar.extractfile(member))]

@@ -9,6 +9,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from smartcache.fingerprint import Signature
 from smartcache.store import Answer, Entry, EntryState, MemoryStore, Scope, SearchFilter
+from conftest import FakeClock
 
 DIM = 8
 TENANTS = ["t1", "t2"]
@@ -136,12 +137,27 @@ def test_exact_search_matches_brute_force(n, k):
 
 
 def test_markers_expire_and_are_taken_once():
-    import time as clock
-
+    clock = FakeClock()
     store = MemoryStore(4)
+    store.clock = clock     # expiry seen on a fake clock, without sleeping
     store.set_marker("answered:k", "x", 5.0)
     assert store.get_marker("answered:k") == "x"
     assert store.take_marker("answered:k") == "x" and store.take_marker("answered:k") is None
     store.set_marker("short", "y", 0.05)
-    clock.sleep(0.1)
+    clock.advance(0.04)
+    assert store.get_marker("short") == "y"
+    clock.advance(0.02)
     assert store.get_marker("short") is None and store.take_marker("short") is None
+
+
+def test_a_cache_runs_the_markers_of_a_store_it_makes_on_its_clock(encoder):
+    from smartcache import SmartCache, load_config
+
+    clock = FakeClock()
+    cache = SmartCache(load_config(use_verifier=False), encoder=encoder, clock=clock)
+    cache.backend.set_marker("answered:k", "x", 5.0)
+    clock.advance(4.9)
+    assert cache.backend.get_marker("answered:k") == "x"
+    clock.advance(0.2)
+    assert cache.backend.get_marker("answered:k") is None
+

@@ -94,7 +94,10 @@ class SmartCache:
         base = encoder or shared_encoder(self.config.encoder)
         self.encoder = MemoEncoder(base, self.config.memo_size)
         # Every backend is guarded: its faults become StoreError and callers fail open.
-        self.backend = GuardedStore(store if store is not None else make_store(self.config, base.dim))
+        if store is None:   # a store made here keeps its in-process markers on the cache's clock
+            store = make_store(self.config, base.dim)
+            store.clock = clock
+        self.backend = GuardedStore(store)
         self.clock = clock
         self.lifecycle = Lifecycle(self.backend, self.config.lifecycle, clock)
         self.fingerprinter = Fingerprinter(self.encoder, topic_threshold=self.config.topic_threshold)

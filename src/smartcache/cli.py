@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from smartcache.cache import SmartCache
 from smartcache.config import AuthConfig, load_config
 from smartcache.errors import SmartCacheError
+from smartcache.paths import shared_data
 
 if TYPE_CHECKING:
     from smartcache.gateway.auth import AuthPolicy
@@ -124,9 +125,6 @@ ABLATIONS = {"tags": "use_tags", "change_detection": "use_change_detection", "va
              "context_view": "use_context_view", "verifier": "use_verifier"}
 
 
-DATA_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data"
-
-
 def _calibrate(args: argparse.Namespace) -> int:
     import numpy as np
 
@@ -134,7 +132,11 @@ def _calibrate(args: argparse.Namespace) -> int:
 
     if args.cases:
         return _calibrate_cases(args)
-    data_dir = Path(args.data_dir) if args.data_dir else DATA_DIR
+    data_dir = Path(args.data_dir) if args.data_dir else shared_data()
+    if data_dir is None:
+        print("smartcache: error: ../shared/data not found; give --data-dir or set $SMARTCACHE_SHARED_DATA",
+              file=sys.stderr)
+        return 2
     names = [n.strip() for n in args.pairs.split(",") if n.strip()]
     unknown = set(names) - set(cal.SET_DOMAINS)
     if unknown:

@@ -1,34 +1,46 @@
 """Configuration: frozen dataclasses, built from the packaged defaults plus an optional TOML file.
 
-This is the one place where defaults live (``data/defaults.toml``, documented
-field by field). ``load_config(path)`` merges a user's file over them.
+The one place where defaults live is ``data/defaults.toml`` (documented field by
+field): the section dataclasses read their field defaults from it (through
+``smartcache.defaults``), and ``load_config(path)`` merges a user's file over it.
+``CacheConfig`` has no field defaults at all: it is only built from a full table.
+
+    >>> cfg = load_config(top_k=4, lifecycle={"capacity": 10})
+    >>> cfg.top_k, cfg.lifecycle.capacity, cfg.lifecycle.default_ttl_s
+    (4, 10, 604800.0)
+    >>> LifecycleConfig().ttl_for("travel") == cfg.lifecycle.ttl_for("travel") == 259200.0
+    True
 """
 
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, field
-from importlib import resources
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
 from smartcache.context import ContextSettings
 from smartcache.decide import ThresholdTable
+from smartcache.defaults import packaged, section
 from smartcache.errors import ConfigError
+
+# Field defaults below are read from the packaged file, never written here: a field the
+# file lacks fails at import (and tests/test_config_cli.py checks every field).
+_LIFE, _STORE, _AUTH = section("lifecycle"), section("store"), section("auth")
 
 
 @dataclass(frozen=True)
 class LifecycleConfig:
-    promotion_window_s: float = 30.0
-    default_ttl_s: float = 604800.0
-    ttl_by_domain: Mapping[str, float] = field(default_factory=dict)
-    capacity: int = 100_000
-    feedback_floor: float = 0.5
-    suspect_below: float = 0.8
-    negative_penalty: float = 0.5
-    validation_penalty: float = 0.25
-    positive_bonus: float = 0.1
-    hit_weight_s: float = 3600.0
+    promotion_window_s: float = _LIFE["promotion_window_s"]
+    default_ttl_s: float = _LIFE["default_ttl_s"]
+    ttl_by_domain: Mapping[str, float] = field(default_factory=lambda: dict(_LIFE["ttl_by_domain"]))
+    capacity: int = _LIFE["capacity"]
+    feedback_floor: float = _LIFE["feedback_floor"]
+    suspect_below: float = _LIFE["suspect_below"]
+    negative_penalty: float = _LIFE["negative_penalty"]
+    validation_penalty: float = _LIFE["validation_penalty"]
+    positive_bonus: float = _LIFE["positive_bonus"]
+    hit_weight_s: float = _LIFE["hit_weight_s"]
 
     def ttl_for(self, domain: str) -> float:
         return float(self.ttl_by_domain.get(domain, self.default_ttl_s))
@@ -36,12 +48,12 @@ class LifecycleConfig:
 
 @dataclass(frozen=True)
 class StoreConfig:
-    backend: str = "memory"        # memory | sqlite | redis
-    path: str = ""                 # sqlite: the database file
-    url: str = ""                  # redis: redis://host:port/db (Redis Stack: RediSearch is required)
-    prefix: str = "smartcache:"    # redis: key prefix, so several caches can share one server
-    synchronous: str = "NORMAL"    # sqlite: NORMAL (process-crash safe) or FULL (power-loss safe)
-    ann_above: int = 50_000        # a pool with more entries than this is searched by HNSW, not a scan
+    backend: str = _STORE["backend"]          # memory | sqlite | redis
+    path: str = _STORE["path"]                # sqlite: the database file
+    url: str = _STORE["url"]                  # redis: redis://host:port/db (Redis Stack: RediSearch is required)
+    prefix: str = _STORE["prefix"]            # redis: key prefix, so several caches can share one server
+    synchronous: str = _STORE["synchronous"]  # sqlite: NORMAL (process-crash safe) or FULL (power-loss safe)
+    ann_above: int = _STORE["ann_above"]      # a pool with more entries than this is searched by HNSW, not a scan
 
     def __post_init__(self) -> None:
         if self.backend not in ("memory", "sqlite", "redis"):
@@ -56,8 +68,8 @@ class StoreConfig:
 
 @dataclass(frozen=True)
 class AuthConfig:
-    keys_file: str = ""              # the gateway's API keys (TOML, see gateway/auth.py); "" = no keys
-    trust_tenant_header: bool = False   # honour x-tenant-id as sent (only behind an authenticating proxy)
+    keys_file: str = _AUTH["keys_file"]   # the gateway's API keys (TOML, see gateway/auth.py); "" = no keys
+    trust_tenant_header: bool = _AUTH["trust_tenant_header"]   # honour x-tenant-id as sent (behind an authenticating proxy only)
 
     def __post_init__(self) -> None:
         # A quoted "false" would be truthy: this switch decides who reads whose answers.
@@ -67,22 +79,24 @@ class AuthConfig:
 
 @dataclass(frozen=True)
 class CacheConfig:
+    """The whole configuration. No field defaults: ``load_config`` builds it from the packaged table."""
+
     encoder: str
     thresholds: Mapping[str, ThresholdTable]
-    context: ContextSettings = field(default_factory=ContextSettings)
-    lifecycle: LifecycleConfig = field(default_factory=LifecycleConfig)
-    store: StoreConfig = field(default_factory=StoreConfig)
-    auth: AuthConfig = field(default_factory=AuthConfig)
-    disabled_domains: frozenset[str] = frozenset({"medical", "legal", "finance"})
-    top_k: int = 8
-    topic_threshold: float = 0.2
-    memo_size: int = 50_000
-    use_validation: bool = True   # key-fact validation of hits (off only for ablation)
-    use_tags: bool = True         # tag rules: skeleton, actions, entities, nouns (off only for ablation)
-    use_change_detection: bool = True   # negation, change flags, corrections, resets, topic switch
-    use_context_view: bool = True       # score the history apart from the turn
-    use_verifier: bool = True     # the learned verifier weighs the rules (off: every rule is a veto)
-    verifier_path: str = ""       # a model file from `smartcache train`; "" = the packaged data/verifier.json
+    context: ContextSettings
+    lifecycle: LifecycleConfig
+    store: StoreConfig
+    auth: AuthConfig
+    disabled_domains: frozenset[str]   # never served from cache (high-risk domains)
+    top_k: int
+    topic_threshold: float
+    memo_size: int
+    use_validation: bool      # key-fact validation of hits (off only for ablation)
+    use_tags: bool            # tag rules: skeleton, actions, entities, nouns (off only for ablation)
+    use_change_detection: bool   # negation, change flags, corrections, resets, topic switch
+    use_context_view: bool       # score the history apart from the turn
+    use_verifier: bool        # the learned verifier weighs the rules (off: every rule is a veto)
+    verifier_path: str        # a model file from `smartcache train`; "" = the packaged data/verifier.json
 
     def table_for(self, encoder: str) -> ThresholdTable:
         try:
@@ -98,38 +112,29 @@ def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _defaults() -> dict[str, Any]:
-    text = resources.files("smartcache").joinpath("data/defaults.toml").read_text(encoding="utf-8")
-    return tomllib.loads(text)
-
-
 def _build(data: Mapping[str, Any]) -> CacheConfig:
-    known = {"encoder", "top_k", "topic_threshold", "memo_size", "disabled_domains", "context", "lifecycle", "store",
-             "auth", "thresholds", "use_validation", "use_tags", "use_change_detection", "use_context_view",
-             "use_verifier", "verifier_path"}
-    unknown = set(data) - known
+    unknown = set(data) - {f.name for f in fields(CacheConfig)}
     if unknown:
         raise ConfigError(f"unknown config keys: {sorted(unknown)}")
+    # No fallbacks: ``data`` always holds the packaged file, so a KeyError here is a packaging bug.
     try:
-        tables = {name: ThresholdTable.from_mapping(t) for name, t in dict(data.get("thresholds", {})).items()}
-        lifecycle = dict(data.get("lifecycle", {}))
         return CacheConfig(
             encoder=str(data["encoder"]),
-            thresholds=tables,
-            context=ContextSettings(**dict(data.get("context", {}))),
-            lifecycle=LifecycleConfig(**lifecycle),
-            store=StoreConfig(**dict(data.get("store", {}))),
-            auth=AuthConfig(**dict(data.get("auth", {}))),
-            disabled_domains=frozenset(data.get("disabled_domains", ())),
-            top_k=int(data.get("top_k", 8)),
-            topic_threshold=float(data.get("topic_threshold", 0.2)),
-            memo_size=int(data.get("memo_size", 50_000)),
-            use_validation=bool(data.get("use_validation", True)),
-            use_tags=bool(data.get("use_tags", True)),
-            use_change_detection=bool(data.get("use_change_detection", True)),
-            use_context_view=bool(data.get("use_context_view", True)),
-            use_verifier=bool(data.get("use_verifier", True)),
-            verifier_path=str(data.get("verifier_path", "")),
+            thresholds={name: ThresholdTable.from_mapping(t) for name, t in dict(data["thresholds"]).items()},
+            context=ContextSettings(**dict(data["context"])),
+            lifecycle=LifecycleConfig(**dict(data["lifecycle"])),
+            store=StoreConfig(**dict(data["store"])),
+            auth=AuthConfig(**dict(data["auth"])),
+            disabled_domains=frozenset(data["disabled_domains"]),
+            top_k=int(data["top_k"]),
+            topic_threshold=float(data["topic_threshold"]),
+            memo_size=int(data["memo_size"]),
+            use_validation=bool(data["use_validation"]),
+            use_tags=bool(data["use_tags"]),
+            use_change_detection=bool(data["use_change_detection"]),
+            use_context_view=bool(data["use_context_view"]),
+            use_verifier=bool(data["use_verifier"]),
+            verifier_path=str(data["verifier_path"]),
         )
     except TypeError as exc:   # an unknown field inside a section
         raise ConfigError(f"invalid config: {exc}") from exc
@@ -137,7 +142,7 @@ def _build(data: Mapping[str, Any]) -> CacheConfig:
 
 def load_config(path: str | Path | None = None, **overrides: Any) -> CacheConfig:
     """The packaged defaults, with the TOML file at ``path`` and then ``overrides`` merged over them."""
-    data = _defaults()
+    data = packaged()
     if path is not None:
         try:
             data = _merge(data, tomllib.loads(Path(path).read_text(encoding="utf-8")))

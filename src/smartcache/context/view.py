@@ -23,21 +23,25 @@ from dataclasses import dataclass
 
 from smartcache.context.messages import Conversation
 from smartcache.context.normalize import mask_template, normalize_text
+from smartcache.defaults import section
+
+# build_view(conv) without settings must see what the cache sees, so the defaults are the config's.
+_CONTEXT = section("context")
 
 
 @dataclass(frozen=True)
 class ContextSettings:
-    """How much of the history the view keeps (defaults live in smartcache.config)."""
+    """How much of the history the view keeps; the defaults are the [context] table of data/defaults.toml."""
 
-    max_turns: int = 5            # prior turns kept in full key points
-    recency_decay: float = 0.75   # weight of a turn one step older
-    assistant_weight: float = 0.7  # assistant turns say less about what is asked
-    system_tail_chars: int = 512
-    user_point_chars: int = 200
-    assistant_point_chars: int = 240
+    max_turns: int = _CONTEXT["max_turns"]                # prior turns kept in full key points
+    recency_decay: float = _CONTEXT["recency_decay"]      # weight of a turn one step older
+    assistant_weight: float = _CONTEXT["assistant_weight"]  # assistant turns say less about what is asked
+    system_tail_chars: int = _CONTEXT["system_tail_chars"]
+    user_point_chars: int = _CONTEXT["user_point_chars"]
+    assistant_point_chars: int = _CONTEXT["assistant_point_chars"]
     # The rules compare turns with sequence diffs whose cost grows with the square of the
     # length; a longer turn is analysed by its head and tail only, and never served or stored.
-    max_turn_chars: int = 1500
+    max_turn_chars: int = _CONTEXT["max_turn_chars"]
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from smartcache.decide.match import ALL_RULES, MODIFY, Switches, judge
 from smartcache.decide.thresholds import Thresholds, ThresholdTable
 from smartcache.decide.verifier import MODIFY as P_MODIFY, SAME as P_SAME, TreeVerifier
 from smartcache.decide.validate import check_answer, constraints_of
+from smartcache.defaults import DEFAULTS
 from smartcache.fingerprint import HIGH_RISK_DOMAINS, ChangeFlag, Fingerprint
 from smartcache.store import Entry, EntryState, Scope, ScoredEntry
 
@@ -46,7 +47,9 @@ class Decider:
     learned verifier decides; without one, every rule is a veto and the turn
     cosine decides (the rules-only baseline, kept for comparison)."""
 
-    def __init__(self, table: ThresholdTable, *, disabled_domains: Iterable[str] = HIGH_RISK_DOMAINS,
+    # The config's list, not HIGH_RISK_DOMAINS: that constant classifies risk tiers, this one is a setting.
+    def __init__(self, table: ThresholdTable, *,
+                 disabled_domains: Iterable[str] = frozenset(DEFAULTS["disabled_domains"]),
                  validate: bool = True, switches: Switches = ALL_RULES,
                  verifier: TreeVerifier | None = None) -> None:
         self.table = table

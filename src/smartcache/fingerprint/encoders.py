@@ -24,6 +24,7 @@ from typing import Callable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
+from smartcache.defaults import DEFAULTS
 from smartcache.errors import EncoderError, EncoderUnavailable
 
 
@@ -160,7 +161,7 @@ class MemoEncoder:
     vector little while its cost keeps growing, and a huge input must not reach ONNX Runtime.
     """
 
-    def __init__(self, inner: Encoder, capacity: int = 50_000, *, max_chars: int = 2048) -> None:
+    def __init__(self, inner: Encoder, capacity: int = DEFAULTS["memo_size"], *, max_chars: int = 2048) -> None:
         self.inner = inner
         self.max_chars = max_chars
         self.name = inner.name

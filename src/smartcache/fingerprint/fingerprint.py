@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from smartcache.context import ContextView
+from smartcache.defaults import DEFAULTS
 from smartcache.fingerprint.encoders import Encoder
 from smartcache.fingerprint.entities import extract_entities
 from smartcache.fingerprint.nouns import chinese_nouns
@@ -102,7 +103,7 @@ class Fingerprint:
 class Fingerprinter:
     """Builds Fingerprints with one encoder; one batched encode call per request."""
 
-    def __init__(self, encoder: Encoder, *, topic_threshold: float = 0.2) -> None:
+    def __init__(self, encoder: Encoder, *, topic_threshold: float = DEFAULTS["topic_threshold"]) -> None:
         self.encoder = encoder
         self.topic_threshold = topic_threshold
 

@@ -15,7 +15,7 @@ import json
 import threading
 import time
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Iterator, Mapping, NamedTuple, NewType
+from typing import Callable, Iterable, Iterator, Mapping, NamedTuple, NewType
 
 import numpy as np
 
@@ -199,11 +199,15 @@ class Store(abc.ABC):
 
     # Markers: short-lived facts one replica learns and another must know within seconds
     # (the answer a session was just given, so that a repeat on any replica is a regenerate).
-    # In process by default; a store shared by processes shares them.
+    # In process by default; a store shared by processes shares them (and expires them itself).
+    # The in-process ones expire on ``clock`` (wall-clock seconds): set it on the instance,
+    # or let SmartCache(clock=...) set it on a store it makes, and tests see expiry without sleeping.
+    clock: Callable[[], float] = staticmethod(time.time)
+
     def set_marker(self, name: str, value: str, ttl_s: float) -> None:
         with self._markers_lock():
             markers = self.__dict__.setdefault("_markers", {})
-            now = time.time()
+            now = self.clock()
             if len(markers) >= 10_000:      # bounded: expired markers go first
                 for key in [k for k, (_, until) in markers.items() if until <= now]:
                     del markers[key]
@@ -212,13 +216,13 @@ class Store(abc.ABC):
     def get_marker(self, name: str) -> str | None:
         with self._markers_lock():
             value, until = self.__dict__.get("_markers", {}).get(name, (None, 0.0))
-            return value if until > time.time() else None
+            return value if until > self.clock() else None
 
     def take_marker(self, name: str) -> str | None:
         """Read and remove a marker at once: of several replicas, one acts on it."""
         with self._markers_lock():
             value, until = self.__dict__.get("_markers", {}).pop(name, (None, 0.0))
-            return value if until > time.time() else None
+            return value if until > self.clock() else None
 
     def _markers_lock(self) -> threading.Lock:
         return self.__dict__.setdefault("_markers_guard", threading.Lock())

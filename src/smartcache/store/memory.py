@@ -26,6 +26,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
+from smartcache.defaults import section
 from smartcache.store.base import Doomed, Entry, EntryState, Scope, ScoredEntry, SearchFilter, Store, Usage
 from smartcache.store.graph import Graph
 from smartcache.store.partition import Partition as _Partition
@@ -50,7 +51,7 @@ def _stored(entry: Entry) -> Entry:
 class MemoryStore(Store):
     """Thread-safe in-process store: exact cosine search, HNSW for partitions above ``ann_above``."""
 
-    def __init__(self, dim: int, *, ann_above: int = 50_000) -> None:
+    def __init__(self, dim: int, *, ann_above: int = section("store")["ann_above"]) -> None:
         self.dim = dim
         self.ann_above = ann_above
         self._next_label = 0

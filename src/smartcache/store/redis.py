@@ -27,6 +27,7 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
+from smartcache.defaults import section
 from smartcache.errors import StoreError
 from smartcache.store import codec
 from smartcache.store.base import Doomed, Entry, EntryState, ScoredEntry, SearchFilter, Store, Usage
@@ -43,7 +44,7 @@ def _tag(value: str) -> str:
 
 
 class RedisStore(Store):
-    def __init__(self, url: str, dim: int, *, prefix: str = "smartcache:", client=None) -> None:
+    def __init__(self, url: str, dim: int, *, prefix: str = section("store")["prefix"], client=None) -> None:
         import redis
 
         self.dim = dim

@@ -30,6 +30,7 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
+from smartcache.defaults import section
 from smartcache.errors import StoreError
 from smartcache.store import codec, graph
 from smartcache.store.base import Doomed, Entry, EntryState, ScoredEntry, SearchFilter, Store, Usage
@@ -67,8 +68,8 @@ CREATE INDEX IF NOT EXISTS entries_expiry ON entries (expires_at);
 class SqliteStore(Store):
     """A MemoryStore index over a SQLite file; thread-safe, one writer at a time."""
 
-    def __init__(self, path: str | Path, dim: int, *, synchronous: str = "NORMAL", graph_save_s: float = 900.0,
-                 **index_options) -> None:
+    def __init__(self, path: str | Path, dim: int, *, synchronous: str = section("store")["synchronous"],
+                 graph_save_s: float = 900.0, **index_options) -> None:
         if synchronous.upper() not in ("NORMAL", "FULL"):
             raise ValueError("synchronous must be NORMAL or FULL")
         self.path = Path(path)
