@@ -30,7 +30,9 @@ class UpstreamEngine:
     accepts_any_model = True      # the upstream decides which models exist
 
     def __init__(self, base_url: str, *, api_key: str | None = None, model: str | None = None,
-                 tokenizer: str | None = None, timeout_s: float = 120.0, connect_timeout_s: float = 5.0) -> None:
+                 tokenizer: str | None = None, timeout_s: float = 120.0, connect_timeout_s: float = 5.0,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+        """``transport`` replaces the network, as in httpx: tests pass ``httpx.MockTransport``."""
         if not base_url.startswith(("http://", "https://")):
             raise EngineError(f"upstream must be an http(s) URL, got {base_url!r}", status=500, code="config")
         self.base_url = base_url.rstrip("/")
@@ -38,7 +40,8 @@ class UpstreamEngine:
         self.tokenizer_id = tokenizer or self.model_id
         headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.AsyncClient(base_url=self.base_url, headers=headers,
-                                         timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s))
+                                         timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s),
+                                         transport=transport)
 
     def count_tokens(self, messages: list[dict[str, Any]]) -> int:
         # No tokenizer of the upstream model here: a size estimate (about 4 characters
