@@ -18,12 +18,43 @@ import httpx
 from smartcache.engine.base import EngineError, EngineEvent, EngineRequest, Finished, TextDelta, Usage
 
 
-def _usage(data: dict[str, Any] | None) -> Usage | None:
+def _tokens(value: Any) -> int:
+    """A token count as an upstream reported it; anything but a finite number >= 0 counts as 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+        return 0
+    return int(value)
+
+
+def _usage(data: Any) -> Usage | None:
+    # Usage is bookkeeping, not the answer: an odd one is read as zeros rather than failing the answer.
     if not isinstance(data, dict):
         return None
-    details = data.get("prompt_tokens_details") or {}
-    return Usage(int(data.get("prompt_tokens") or 0), int(data.get("completion_tokens") or 0),
-                 int(details.get("cached_tokens") or 0))
+    details = data.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else 0
+    return Usage(_tokens(data.get("prompt_tokens")), _tokens(data.get("completion_tokens")), _tokens(cached))
+
+
+def _read_chunk(chunk: Any) -> tuple[str, str, bool, str | None]:
+    """(text, reasoning, tool calls?, finish reason) of one chunk. Raises ValueError when the
+    chunk is not the OpenAI shape: a server that sends one is broken, its answer unusable."""
+    if not isinstance(chunk, dict):
+        raise ValueError("not an object")
+    choices = chunk.get("choices") or []
+    if not isinstance(choices, list):
+        raise ValueError("choices is not a list")
+    text, reasoning, tool_calls, finish = "", "", False, None
+    for choice in choices:
+        delta = (choice.get("delta") or {}) if isinstance(choice, dict) else None
+        if not isinstance(delta, dict):
+            raise ValueError("a choice or its delta is not an object")
+        content, thought = delta.get("content") or "", delta.get("reasoning_content") or ""
+        reason = choice.get("finish_reason")
+        if not isinstance(content, str) or not isinstance(thought, str) or not isinstance(reason, (str, type(None))):
+            raise ValueError("content, reasoning_content or finish_reason is not a string")
+        text, reasoning = text + content, reasoning + thought
+        tool_calls = tool_calls or bool(delta.get("tool_calls"))
+        finish = reason or finish
+    return text, reasoning, tool_calls, finish
 
 
 class UpstreamEngine:
@@ -54,9 +85,13 @@ class UpstreamEngine:
         try:
             r = await self._client.get("/models")
             r.raise_for_status()
-            return list(r.json().get("data", []))
+            data = r.json()
         except (httpx.HTTPError, ValueError):
+            data = None
+        models = data.get("data") if isinstance(data, dict) else None
+        if not isinstance(models, list):
             return [{"id": self.model_id, "object": "model", "owned_by": "upstream"}]
+        return [m for m in models if isinstance(m, dict)]
 
     async def stream(self, request: EngineRequest) -> AsyncIterator[EngineEvent]:
         body = {**request.extra, "model": request.model, "messages": request.messages, "stream": True,
@@ -75,31 +110,32 @@ class UpstreamEngine:
                         break
                     try:
                         chunk = json.loads(data)
+                        text, thought, calls, reason = _read_chunk(chunk)
                     except ValueError:
                         raise EngineError(f"upstream sent a malformed chunk: {data[:200]}") from None
                     usage = _usage(chunk.get("usage")) or usage
-                    text = ""
-                    for choice in chunk.get("choices") or []:
-                        delta = choice.get("delta") or {}
-                        text += delta.get("content") or ""
-                        reasoning.append(delta.get("reasoning_content") or "")
-                        tool_calls = tool_calls or bool(delta.get("tool_calls"))
-                        finish = choice.get("finish_reason") or finish
+                    reasoning.append(thought)
+                    tool_calls, finish = tool_calls or calls, reason or finish
                     yield TextDelta(text, raw=chunk)
         except httpx.TimeoutException as exc:
             raise EngineError(f"upstream timed out: {exc}", status=504, code="upstream_timeout") from None
         except httpx.TransportError as exc:
             raise EngineError(f"upstream unreachable at {self.base_url}: {exc}", status=502,
                               code="upstream_unreachable") from None
+        except httpx.HTTPError as exc:      # a body httpx cannot decode (bad gzip), too many redirects
+            raise EngineError(f"upstream sent a broken response: {exc}", status=502, code="upstream_error") from None
         yield Finished(finish, usage or Usage(0, 0), tool_calls=tool_calls, reasoning="".join(reasoning))
 
     @staticmethod
     def _status_error(response: httpx.Response) -> EngineError:
         try:
             body = response.json()
-            message = (body.get("error") or {}).get("message") or response.text
         except ValueError:
-            body, message = None, response.text
+            body = None
+        error = body.get("error") if isinstance(body, dict) else None
+        message = error.get("message") if isinstance(error, dict) else None
+        if not isinstance(message, str) or not message:
+            message = response.text
         status = response.status_code if response.status_code < 500 else 502
         return EngineError(f"upstream answered {response.status_code}: {message[:500]}", status=status,
                            code="upstream_error", body=body if isinstance(body, dict) else None)
