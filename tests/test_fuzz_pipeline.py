@@ -252,3 +252,12 @@ def test_regressions_from_fuzzing(fuzz_cache):
     for versions in ([1, 2], "ab", {"model": 10**5000}):
         with pytest.raises(InvalidRequest):
             fuzz_cache.lookup([{"role": "user", "content": "hi"}], versions=versions)
+
+
+def test_the_local_engine_reads_odd_parts_of_a_bypassed_request():
+    """Regression: a request that bypasses the lookup (tools, no-cache) reaches the engine
+    unparsed; a text part whose text is not a string raised TypeError in message_text."""
+    from smartcache.engine.local import message_text
+
+    parts = [{"type": "text", "text": 5}, {"type": "text", "text": "ok"}, 7, {"type": "text"}]
+    assert message_text({"role": "user", "content": parts}) == "ok"
