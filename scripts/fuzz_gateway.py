@@ -94,11 +94,14 @@ def _budgets(operations: list[Any], total: int) -> dict[int, int]:
     return out
 
 
-def _sender(report: FuzzReport, label: str):
+def _sender(report: FuzzReport, label: str, progress: int, began: float):
     """The test body: send one case, count its status, keep the first reproducer of each failure."""
     def send(case: Any) -> None:
         report.requests += 1
         report.by_operation[label] += 1
+        if progress and report.requests % progress == 0:      # a long run shows where it is
+            print(f"... {report.requests} requests, {time.perf_counter() - began:.0f} s, 5xx {report.server_errors}, "
+                  f"failures {len(report.failures)}", file=sys.stderr, flush=True)
         try:
             response = case.call()
         except Exception as exc:        # the app raised through the transport: a crash
@@ -112,9 +115,10 @@ def _sender(report: FuzzReport, label: str):
     return send
 
 
-def fuzz(app: Any, *, requests: int = 10_000, seed: int | None = 0) -> FuzzReport:
+def fuzz(app: Any, *, requests: int = 10_000, seed: int | None = 0, progress: int = 0) -> FuzzReport:
     """Send about ``requests`` generated requests to ``app`` (fewer where an operation has
-    fewer distinct inputs than its share) and check each answer."""
+    fewer distinct inputs than its share) and check each answer; ``progress``: print a line
+    to stderr every that many requests."""
     import schemathesis
     from schemathesis import GenerationMode
 
@@ -125,7 +129,7 @@ def fuzz(app: Any, *, requests: int = 10_000, seed: int | None = 0) -> FuzzRepor
     began = time.perf_counter()
 
     def drive(operation: Any, examples: int, run_seed: int | None) -> None:
-        send = _sender(report, f"{operation.method.upper()} {operation.path}")
+        send = _sender(report, f"{operation.method.upper()} {operation.path}", progress, began)
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
             # Generate only: no shrinking (failures are recorded, not raised), no example database.
             run = settings(max_examples=examples, deadline=None, database=None, phases=[Phase.generate],
@@ -155,11 +159,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=10_000, help="about how many requests to send")
     parser.add_argument("--seed", type=int, default=0, help="hypothesis seed (-1: random)")
+    parser.add_argument("--progress", type=int, default=500, help="a progress line every N requests (0: none)")
     args = parser.parse_args(argv)
     from smartcache.fingerprint import shared_encoder
 
     report = fuzz(make_app(shared_encoder("use-multilingual")), requests=args.requests,
-                  seed=None if args.seed < 0 else args.seed)
+                  seed=None if args.seed < 0 else args.seed, progress=args.progress)
     print(report.summary())
     return 1 if report.failures else 0
 
