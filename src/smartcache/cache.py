@@ -16,6 +16,7 @@ entry's weight). Store faults fail open: the lookup becomes a miss with a
 from __future__ import annotations
 
 import logging
+import operator
 import threading
 import time
 import uuid
@@ -186,8 +187,14 @@ class SmartCache:
             raise InvalidRequest(f"scope must be 'session' or 'global', got {scope!r}") from None
         if scope_value is Scope.SESSION and session is None:
             raise InvalidRequest("a session-scoped entry needs a session id")
-        if ttl is not None and (not isinstance(ttl, (int, float)) or ttl <= 0):
+        if ttl is not None and (not isinstance(ttl, (int, float)) or not ttl > 0):     # not > 0: NaN too
             raise InvalidRequest("ttl must be a positive number of seconds")
+        try:
+            prompt_tokens = operator.index(prompt_tokens)       # an int or a numpy integer, not "7" or 7.5
+        except TypeError:
+            prompt_tokens = -1
+        if prompt_tokens < 0:
+            raise InvalidRequest("prompt_tokens must be a non-negative integer")
         conv = parse_messages(messages)
         fp, version = self.fingerprint(messages, versions=versions)
         refusal = self._refusal(fp, answer, conv.has_tool_calls)

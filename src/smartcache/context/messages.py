@@ -75,17 +75,37 @@ def canonical_hash(system: str, turns: Iterable[Turn]) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _utf8(text: str, where: str) -> str:
+    """``text`` if it can be encoded as UTF-8. A lone surrogate (JSON allows ``"\\ud800"``) cannot:
+    no hash, encoder or engine can take it, so it is the caller's error, reported as such."""
+    if not text.isascii():      # the common case costs no copy
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidRequest(f"{where} is not valid Unicode (a lone surrogate)") from None
+    return text
+
+
+def _dump(value: Any, where: str, *, ensure_ascii: bool) -> str:
+    """Canonical JSON of an opaque part or of tool calls; InvalidRequest where there is none
+    (nesting deeper than the interpreter's recursion limit, a cycle, keys of mixed types)."""
+    try:
+        return json.dumps(value, ensure_ascii=ensure_ascii, sort_keys=True, default=str)
+    except (RecursionError, ValueError, TypeError) as exc:
+        raise InvalidRequest(f"{where} cannot be read as JSON: {type(exc).__name__}") from None
+
+
 def content_text(content: Any, *, where: str) -> str:
     """Flatten a message's content (string or list of parts) into text."""
     if content is None:
         return ""
     if isinstance(content, str):
-        return content
+        return _utf8(content, f"{where}.content")
     if isinstance(content, list):
         pieces: list[str] = []
         for i, part in enumerate(content):
             if isinstance(part, str):
-                pieces.append(part)
+                pieces.append(_utf8(part, f"{where}.content[{i}]"))
                 continue
             if not isinstance(part, Mapping):
                 raise InvalidRequest(f"{where}.content[{i}] must be an object or a string")
@@ -94,14 +114,13 @@ def content_text(content: Any, *, where: str) -> str:
                 text = part.get("text")
                 if not isinstance(text, str):
                     raise InvalidRequest(f"{where}.content[{i}].text must be a string")
-                pieces.append(text)
+                pieces.append(_utf8(text, f"{where}.content[{i}].text"))
             else:
                 # An image or audio part: an opaque marker that includes its payload's
                 # digest, so requests with different images never compare equal.
-                digest = hashlib.sha256(
-                    json.dumps(part, sort_keys=True, default=str).encode()
-                ).hexdigest()[:16]
-                pieces.append(f"[{kind}:{digest}]")
+                payload = _dump(part, f"{where}.content[{i}]", ensure_ascii=True)     # ASCII: no surrogate survives
+                digest = hashlib.sha256(payload.encode()).hexdigest()[:16]
+                pieces.append(f"[{_utf8(str(kind), f'{where}.content[{i}].type')}:{digest}]")
         return "\n".join(pieces)
     raise InvalidRequest(f"{where}.content must be a string, a list of parts or null")
 
@@ -122,8 +141,9 @@ def parse_messages(messages: Any) -> Conversation:
         if not isinstance(msg, Mapping):
             raise InvalidRequest(f"{where} must be an object")
         role = msg.get("role")
-        if role not in _KNOWN_ROLES:
-            raise InvalidRequest(f"{where}.role must be one of {sorted(_KNOWN_ROLES)}, got {role!r}")
+        if not isinstance(role, str) or role not in _KNOWN_ROLES:     # a list role is unhashable
+            got = repr(role)[:40] if isinstance(role, str) else type(role).__name__   # repr of a deep list recurses
+            raise InvalidRequest(f"{where}.role must be one of {sorted(_KNOWN_ROLES)}, got {got}")
         text = content_text(msg.get("content"), where=where)
         if role in _SYSTEM_ROLES:
             system_parts.append(text)
@@ -134,7 +154,8 @@ def parse_messages(messages: Any) -> Conversation:
         else:
             if role == "assistant" and msg.get("tool_calls"):
                 has_tool_calls = True
-                calls = json.dumps(msg["tool_calls"], ensure_ascii=False, sort_keys=True, default=str)
+                calls = _dump(msg["tool_calls"], f"{where}.tool_calls", ensure_ascii=False)
+                calls = _utf8(calls, f"{where}.tool_calls")
                 text = f"{text}\n[tool_calls] {calls}" if text else f"[tool_calls] {calls}"
             turns.append(Turn(role, text))
     if not turns or turns[-1].role != "user":

@@ -33,19 +33,22 @@ _PUNCT = str.maketrans({
     "～": "~", "·": " ", "\u3000": " ",
 })
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_SPACE_AROUND_CJK = re.compile(rf"(?<=[{_CJK}])[ \t]+|[ \t]+(?=[{_CJK}])")
+_SPACE_AROUND_CJK = re.compile(rf"(?<=[{_CJK}])[ \t]+|(?<![ \t])[ \t]+(?=[{_CJK}])")
 _SPACES = re.compile(r"[ \t\r\f\v]+")
 _REPEATED_PUNCT = re.compile(r"([!?.,;:~])\1+")
 _SPEAKER = re.compile(
     r"^\s*(?:user|human|customer|q|assistant|ai|bot|用户|客户|顾客|问|助手|客服|答)\s*[:：]\s*",
     re.IGNORECASE,
 )
+# A number pattern that starts with \d+ also starts with (?<!\d), and a space run one with
+# (?<![ \t]): a match that can fail at the start of a run fails at every later start, and
+# without the lookbehind re tries them all, which is quadratic ("1" * 8000 took minutes).
 # Money spelled with a currency word: all become "<n>元" or "$<n>".
 _CNY = [
     (re.compile(r"[¥￥]\s*(\d+(?:\.\d+)?)"), r"\1元"),
     (re.compile(r"(?:rmb|cny)\s*(\d+(?:\.\d+)?)", re.IGNORECASE), r"\1元"),
-    (re.compile(r"(\d+(?:\.\d+)?)\s*(?:块钱|块|元人民币|人民币|rmb|cny|yuan)(?![a-z])", re.IGNORECASE), r"\1元"),
-    (re.compile(r"(\d+(?:\.\d+)?)\s*(?:美元|美金|刀|usd|dollars?|bucks)(?![a-z])", re.IGNORECASE), r"$\1"),
+    (re.compile(r"(?<!\d)(\d+(?:\.\d+)?)\s*(?:块钱|块|元人民币|人民币|rmb|cny|yuan)(?![a-z])", re.IGNORECASE), r"\1元"),
+    (re.compile(r"(?<!\d)(\d+(?:\.\d+)?)\s*(?:美元|美金|刀|usd|dollars?|bucks)(?![a-z])", re.IGNORECASE), r"$\1"),
     (re.compile(r"(?:usd|us\$)\s*(\d+(?:\.\d+)?)", re.IGNORECASE), r"$\1"),
 ]
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")

@@ -19,6 +19,7 @@ unrelated sentences look like they share numbers.
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 
 _DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4,
            "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
@@ -44,7 +45,8 @@ _WEEKDAY = re.compile(r"(星期|礼拜|周)([一二三四五六日天])")
 _WEEKDAY_NUM = {"一": 1, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "日": 7, "天": 7}
 _PERCENT = re.compile(f"百分之([{_NUMERAL_CHARS}]+|\\d+(?:\\.\\d+)?)")
 # Arabic number followed by a magnitude: "8千", "1.5万", "5k" (not "5kg", "5km").
-_MAGNITUDE = re.compile(r"(\d+(?:\.\d+)?)\s*(千|万|亿|[kK](?![a-zA-Z]))")
+# (?<!\d): linear time on a long digit run (see context.normalize).
+_MAGNITUDE = re.compile(r"(?<!\d)(\d+(?:\.\d+)?)\s*(千|万|亿|[kK](?![a-zA-Z]))")
 _MAGNITUDE_VALUE = {"千": 1_000, "万": 10_000, "亿": 100_000_000, "k": 1_000, "K": 1_000}
 
 
@@ -73,12 +75,34 @@ def zh_to_int(run: str) -> int:
     return total + section + number
 
 
-def _format(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+# Longer runs and numbers are identifiers or noise, not amounts: they are left as written.
+# The caps also keep every value exact and printable: a run of 亿 multiplies by 10^8 per
+# character, past what str() of an int may print (4300 digits), and a float rounds two
+# different 20-digit numbers to the same one, which would make different requests look alike.
+_MAX_RUN = 24
+_MAX_NUMBER = 18            # characters of "\d+(.\d+)?"; times 10^8 stays within Decimal's 28 digits
+
+
+def _scale(match: re.Match[str]) -> str:
+    """"1.5万" -> "15000", "5k" -> "5000", exactly (Decimal, not float): "1.2345k" -> "1234.5"."""
+    number, unit = match.group(1), match.group(2)
+    if len(number) > _MAX_NUMBER:
+        return match.group(0)
+    value = Decimal(number) * _MAGNITUDE_VALUE[unit]
+    return str(int(value)) if value == value.to_integral_value() else format(value.normalize(), "f")
+
+
+def _percent(match: re.Match[str]) -> str:
+    number = match.group(1)
+    if number[0] not in _NUMERAL_CHARS:
+        return number + "%"
+    return (number if len(number) > _MAX_RUN else str(zh_to_int(number))) + "%"
 
 
 def _convert_run(match: re.Match[str]) -> str:
     run = match.group(0)
+    if len(run) > _MAX_RUN:
+        return run
     text = match.string
     start, end = match.span()
     following = text[end:end + 2]
@@ -105,11 +129,6 @@ def _convert_run(match: re.Match[str]) -> str:
 def convert_numerals(text: str) -> str:
     """Rewrite Chinese numerals and magnitude suffixes as plain Arabic numbers."""
     text = _WEEKDAY.sub(lambda m: f"周{_WEEKDAY_NUM[m.group(2)]}", text)
-    text = _PERCENT.sub(
-        lambda m: (str(zh_to_int(m.group(1))) if m.group(1)[0] in _NUMERAL_CHARS else m.group(1)) + "%",
-        text,
-    )
+    text = _PERCENT.sub(_percent, text)
     text = _RUN.sub(_convert_run, text)
-    return _MAGNITUDE.sub(
-        lambda m: _format(float(m.group(1)) * _MAGNITUDE_VALUE[m.group(2)]), text
-    )
+    return _MAGNITUDE.sub(_scale, text)

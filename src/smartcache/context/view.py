@@ -84,8 +84,10 @@ class ContextView:
         return tuple(t for t in self.history if t.role == "user")
 
 
-_SMALL_TALK_WORD = (r"(?:你好|您好|嗨|哈喽|早上好|晚上好|谢谢你?|谢谢您|多谢|感谢|非常感谢|好的|好|行|可以|嗯+|哦+|"
-                    r"收到|明白了?|知道了|了解|懂了|不客气|没事|没关系|哈+|再见|拜拜|辛苦了|"
+# 嗯++, 哦++, 哈++ are possessive: inside the repeated group below, a plain 嗯+ lets "嗯嗯嗯…x" be
+# split 2^n ways before the match fails (24 characters took 30 s, each one more doubles it).
+_SMALL_TALK_WORD = (r"(?:你好|您好|嗨|哈喽|早上好|晚上好|谢谢你?|谢谢您|多谢|感谢|非常感谢|好的|好|行|可以|嗯++|哦++|"
+                    r"收到|明白了?|知道了|了解|懂了|不客气|没事|没关系|哈++|再见|拜拜|辛苦了|"
                     r"hi|hello|hey|thanks|thank you|thx|ok|okay|sure|got it|great|cool|nice|bye|good|i see|"
                     r"you're welcome|no problem|alright|a lot|so much|very much)")
 # One or more acknowledgements and nothing else ("Ok, got it.", "嗯嗯，明白了").

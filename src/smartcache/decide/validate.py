@@ -27,9 +27,10 @@ class Constraints:
     dates: frozenset[str] = frozenset()
 
 
+# (?<!\d) before a leading \d+: linear time on a long digit run (see context.normalize).
 _BUDGET = [re.compile(p, re.I) for p in (
     r"预算(?:是|为|在|大概|大约|控制在)?\s*[$]?(\d+(?:\.\d+)?)",
-    r"[$]?(\d+(?:\.\d+)?)元?(?:以内|以下|之内)",
+    r"[$]?(?<!\d)(\d+(?:\.\d+)?)元?(?:以内|以下|之内)",
     r"(?:不超过|不要超过|别超过|最多|至多)\s*[$]?(\d+(?:\.\d+)?)",
     r"(?:budget(?: of| is| around)?|under|below|less than|at most|within|no more than|max(?:imum)?)\s*[$]?(\d+(?:\.\d+)?)",
 )]
@@ -37,10 +38,10 @@ _COUNT = [re.compile(p, re.I) for p in (
     r"(?:推荐|列出|列举|给我|来|写|提供|找)\s*(\d+)\s*(?:个|家|条|种|点|篇|款|本|首|处)",
     r"\b(?:top|list|give me|recommend|suggest|name|write)\s+(\d+)\b",
 )]
-_DAYS = [re.compile(p, re.I) for p in (r"(\d+)\s*天", r"\b(\d+)[- ]days?\b")]
+_DAYS = [re.compile(p, re.I) for p in (r"(?<!\d)(\d+)\s*天", r"\b(\d+)[- ]days?\b")]
 _DAY_MARK = re.compile(r"第\s*(\d+)\s*天|\bday\s*(\d+)\b", re.I)
 _LIST_ITEM = re.compile(r"^\s*(?:\d+[.)、]|[-*•])\s*\S", re.M)
-_MONEY = re.compile(r"(\d+(?:\.\d+)?)\s*元|\$\s?(\d+(?:\.\d+)?)")
+_MONEY = re.compile(r"(?<!\d)(\d+(?:\.\d+)?)\s*元|\$\s?(\d+(?:\.\d+)?)")
 
 
 def constraints_of(texts: Iterable[str]) -> Constraints:

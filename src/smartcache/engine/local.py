@@ -52,7 +52,9 @@ def message_text(message: dict[str, Any]) -> str:
     """A message's content as the template renders it: text parts joined, tool calls as JSON."""
     content = message.get("content")
     if isinstance(content, list):
-        text = "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+        # A bypassed request (tools, no-cache) reaches the engine unparsed: skip a non-string text.
+        text = "".join(p["text"] for p in content
+                       if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str))
     else:
         text = content or ""
     if message.get("tool_calls"):

@@ -18,19 +18,52 @@ import httpx
 from smartcache.engine.base import EngineError, EngineEvent, EngineRequest, Finished, TextDelta, Usage
 
 
-def _usage(data: dict[str, Any] | None) -> Usage | None:
+def _tokens(value: Any) -> int:
+    """A token count as an upstream reported it; anything but a finite number >= 0 counts as 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+        return 0
+    return int(value)
+
+
+def _usage(data: Any) -> Usage | None:
+    # Usage is bookkeeping, not the answer: an odd one is read as zeros rather than failing the answer.
     if not isinstance(data, dict):
         return None
-    details = data.get("prompt_tokens_details") or {}
-    return Usage(int(data.get("prompt_tokens") or 0), int(data.get("completion_tokens") or 0),
-                 int(details.get("cached_tokens") or 0))
+    details = data.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else 0
+    return Usage(_tokens(data.get("prompt_tokens")), _tokens(data.get("completion_tokens")), _tokens(cached))
+
+
+def _read_chunk(chunk: Any) -> tuple[str, str, bool, str | None]:
+    """(text, reasoning, tool calls?, finish reason) of one chunk. Raises ValueError when the
+    chunk is not the OpenAI shape: a server that sends one is broken, its answer unusable."""
+    if not isinstance(chunk, dict):
+        raise ValueError("not an object")
+    choices = chunk.get("choices") or []
+    if not isinstance(choices, list):
+        raise ValueError("choices is not a list")
+    text, reasoning, tool_calls, finish = "", "", False, None
+    for choice in choices:
+        delta = (choice.get("delta") or {}) if isinstance(choice, dict) else None
+        if not isinstance(delta, dict):
+            raise ValueError("a choice or its delta is not an object")
+        content, thought = delta.get("content") or "", delta.get("reasoning_content") or ""
+        reason = choice.get("finish_reason")
+        if not isinstance(content, str) or not isinstance(thought, str) or not isinstance(reason, (str, type(None))):
+            raise ValueError("content, reasoning_content or finish_reason is not a string")
+        text, reasoning = text + content, reasoning + thought
+        tool_calls = tool_calls or bool(delta.get("tool_calls"))
+        finish = reason or finish
+    return text, reasoning, tool_calls, finish
 
 
 class UpstreamEngine:
     accepts_any_model = True      # the upstream decides which models exist
 
     def __init__(self, base_url: str, *, api_key: str | None = None, model: str | None = None,
-                 tokenizer: str | None = None, timeout_s: float = 120.0, connect_timeout_s: float = 5.0) -> None:
+                 tokenizer: str | None = None, timeout_s: float = 120.0, connect_timeout_s: float = 5.0,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+        """``transport`` replaces the network, as in httpx: tests pass ``httpx.MockTransport``."""
         if not base_url.startswith(("http://", "https://")):
             raise EngineError(f"upstream must be an http(s) URL, got {base_url!r}", status=500, code="config")
         self.base_url = base_url.rstrip("/")
@@ -38,7 +71,8 @@ class UpstreamEngine:
         self.tokenizer_id = tokenizer or self.model_id
         headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.AsyncClient(base_url=self.base_url, headers=headers,
-                                         timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s))
+                                         timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s),
+                                         transport=transport)
 
     def count_tokens(self, messages: list[dict[str, Any]]) -> int:
         # No tokenizer of the upstream model here: a size estimate (about 4 characters
@@ -51,9 +85,13 @@ class UpstreamEngine:
         try:
             r = await self._client.get("/models")
             r.raise_for_status()
-            return list(r.json().get("data", []))
+            data = r.json()
         except (httpx.HTTPError, ValueError):
+            data = None
+        models = data.get("data") if isinstance(data, dict) else None
+        if not isinstance(models, list):
             return [{"id": self.model_id, "object": "model", "owned_by": "upstream"}]
+        return [m for m in models if isinstance(m, dict)]
 
     async def stream(self, request: EngineRequest) -> AsyncIterator[EngineEvent]:
         body = {**request.extra, "model": request.model, "messages": request.messages, "stream": True,
@@ -74,16 +112,12 @@ class UpstreamEngine:
                         break
                     try:
                         chunk = json.loads(data)
+                        text, thought, calls, reason = _read_chunk(chunk)
                     except ValueError:
                         raise EngineError(f"upstream sent a malformed chunk: {data[:200]}") from None
                     usage = _usage(chunk.get("usage")) or usage
-                    text = ""
-                    for choice in chunk.get("choices") or []:
-                        delta = choice.get("delta") or {}
-                        text += delta.get("content") or ""
-                        reasoning.append(delta.get("reasoning_content") or "")
-                        tool_calls = tool_calls or bool(delta.get("tool_calls"))
-                        finish = choice.get("finish_reason") or finish
+                    reasoning.append(thought)
+                    tool_calls, finish = tool_calls or calls, reason or finish
                     yield TextDelta(text, raw=chunk)
         except httpx.TimeoutException as exc:
             raise EngineError(f"upstream timed out: {exc}", status=504, code="upstream_timeout") from None
@@ -92,6 +126,8 @@ class UpstreamEngine:
                               code="upstream_unreachable") from None
         except httpx.TransportError as exc:     # the connection broke during the answer
             raise EngineError(f"upstream connection failed: {exc!r}", status=502, code="upstream_cut") from None
+        except httpx.HTTPError as exc:      # a body httpx cannot decode (bad gzip), too many redirects
+            raise EngineError(f"upstream sent a broken response: {exc}", status=502, code="upstream_error") from None
         if not done and finish is None:
             # The connection closed before the answer said it was finished: a cut answer,
             # which must never be taken (and cached) as complete.
@@ -104,9 +140,12 @@ class UpstreamEngine:
     def _status_error(response: httpx.Response) -> EngineError:
         try:
             body = response.json()
-            message = (body.get("error") or {}).get("message") or response.text
         except ValueError:
-            body, message = None, response.text
+            body = None
+        error = body.get("error") if isinstance(body, dict) else None
+        message = error.get("message") if isinstance(error, dict) else None
+        if not isinstance(message, str) or not message:
+            message = response.text
         status = response.status_code if response.status_code < 500 else 502
         return EngineError(f"upstream answered {response.status_code}: {message[:500]}", status=status,
                            code="upstream_error", body=body if isinstance(body, dict) else None)

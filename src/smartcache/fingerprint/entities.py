@@ -54,14 +54,15 @@ _EN_NUMBERS = {w: i for i, w in enumerate("zero one two three four five six seve
                                            "thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty".split())}
 _EN_NUMBERS.update({"thirty": 30, "forty": 40, "fifty": 50, "a couple of": 2, "a dozen": 12})
 _GENERIC_CLASSIFIERS = {"个", "种", "件", "条", "份", "次", "位", "本", "篇", "封", "段", "句", "道", "项", "家", "间", "张", "部", "首", "台", "辆", "套"}
+# (?<!\d) before a leading \d+: linear time on a long digit run (see context.normalize).
 _MONEY = [
     (re.compile(r"\$\s?(\d+(?:\.\d+)?)"), "usd"),
-    (re.compile(r"(\d+(?:\.\d+)?)元"), "cny"),
-    (re.compile(r"(\d+(?:\.\d+)?)\s*(?:欧元|eur|euros?)\b", re.I), "eur"),
+    (re.compile(r"(?<!\d)(\d+(?:\.\d+)?)元"), "cny"),
+    (re.compile(r"(?<!\d)(\d+(?:\.\d+)?)\s*(?:欧元|eur|euros?)\b", re.I), "eur"),
     (re.compile(r"€\s?(\d+(?:\.\d+)?)"), "eur"),
-    (re.compile(r"(\d+(?:\.\d+)?)\s*(?:英镑|gbp|pounds?)\b", re.I), "gbp"),
+    (re.compile(r"(?<!\d)(\d+(?:\.\d+)?)\s*(?:英镑|gbp|pounds?)\b", re.I), "gbp"),
     (re.compile(r"£\s?(\d+(?:\.\d+)?)"), "gbp"),
-    (re.compile(r"(\d+(?:\.\d+)?)\s*(?:日元|jpy|yen)\b", re.I), "jpy"),
+    (re.compile(r"(?<!\d)(\d+(?:\.\d+)?)\s*(?:日元|jpy|yen)\b", re.I), "jpy"),
 ]
 _MONTHS = "jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec"
 _MONTH_NUM = {m: i for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split(), 1)}

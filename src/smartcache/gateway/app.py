@@ -24,6 +24,7 @@ from smartcache.gateway.admin import FeedbackBody, admin_router
 from smartcache.gateway.auth import OPEN, AuthPolicy, Principal
 from smartcache.gateway.controls import read_controls
 from smartcache.gateway.limits import BodyLimit, check_messages
+from smartcache.gateway.openapi import chat_openapi
 from smartcache.gateway.schema import ChatCompletionRequest, error_body
 from smartcache.gateway.service import ChatService, GatewaySettings
 
@@ -112,7 +113,7 @@ def create_app(cache: SmartCache, engine, settings: GatewaySettings | None = Non
         log.exception("smartcache error")
         return _error(500, str(exc), type_="api_error", code="smartcache_error")
 
-    @app.post("/v1/chat/completions")
+    @app.post("/v1/chat/completions", openapi_extra=chat_openapi())     # the body is read by hand below
     async def chat_completions(request: Request, caller: Principal = Depends(principal)) -> Response:
         try:
             raw = await request.json()

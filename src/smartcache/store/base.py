@@ -54,12 +54,15 @@ class VersionKey:
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, object] | None, *, system_prompt: str) -> "VersionKey":
+        if data is not None and not isinstance(data, Mapping):     # dict() of a list or str raises TypeError
+            raise InvalidRequest("versions must be a mapping of field to string")
         data = dict(data or {})
         unknown = set(data) - {"model", "tokenizer", "system_prompt", "knowledge_base", "kb"}
         if unknown:
-            raise InvalidRequest(f"unknown version fields: {sorted(unknown)}")
+            raise InvalidRequest(f"unknown version fields: {sorted(map(str, unknown))[:8]}")
         for key, value in data.items():
-            if not isinstance(value, (str, int)):
+            # An int is printed; past 4300 digits str() raises ValueError, and no version is that long.
+            if not isinstance(value, (str, int)) or isinstance(value, int) and abs(value) >= 10**64:
                 raise InvalidRequest(f"version field {key!r} must be a string")
         return cls(
             model=str(data.get("model", "")),
