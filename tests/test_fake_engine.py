@@ -211,10 +211,28 @@ def test_gateway_relays_tool_calls_and_does_not_cache_them(fake_gateway):
         assert engine.requests[-1].extra["tools"] == tools
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="gateway/service.py _forward asserts a Finished arrived: an engine that ends a "
-                          "non-streaming answer early is a 500 (reported, owned by the gateway engineer)")
 def test_gateway_engine_that_ends_early_in_a_plain_completion(fake_gateway):
     with fake_gateway(FakeEngine(end_after=1)) as client:
         r = post(client, "What is the capital of France?")
-        assert r.status_code == 502
+        assert r.status_code == 502 and r.json()["error"]["code"] == "engine_ended_early"
+
+
+def test_gateway_assembles_tool_calls_in_a_plain_completion(fake_gateway):
+    tools = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]
+    with fake_gateway(FakeEngine(tool_calls=True)) as client:
+        body = post(client, "Find the weather in Paris.", tools=tools).json()
+        choice = body["choices"][0]
+        assert choice["finish_reason"] == "tool_calls"
+        call = choice["message"]["tool_calls"][0]
+        assert call["function"]["name"] == "lookup" and call["id"]
+        json.loads(call["function"]["arguments"])
+
+
+def test_gateway_refuses_hostile_bodies_with_400(fake_gateway):
+    with fake_gateway(FakeEngine()) as client:
+        deep = '{"model": "m", "x": ' + "[" * 100_000 + "]" * 100_000 + "}"
+        r = client.post("/v1/chat/completions", content=deep, headers={"content-type": "application/json"})
+        assert r.status_code == 400 and r.json()["error"]["message"]
+        lone = '{"model": "%s", "messages": [{"role": "user", "content": "hi \\ud800"}]}' % "fake-engine"
+        r = client.post("/v1/chat/completions", content=lone, headers={"content-type": "application/json"})
+        assert r.status_code == 400 and r.json()["error"]["message"]

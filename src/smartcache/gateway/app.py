@@ -117,7 +117,7 @@ def create_app(cache: SmartCache, engine, settings: GatewaySettings | None = Non
     async def chat_completions(request: Request, caller: Principal = Depends(principal)) -> Response:
         try:
             raw = await request.json()
-        except (json.JSONDecodeError, UnicodeDecodeError):
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):    # RecursionError: nested too deep
             return _error(400, "the body must be a JSON object")
         if not isinstance(raw, dict):
             return _error(400, "the body must be a JSON object")

@@ -128,6 +128,35 @@ def dock_history(messages: list[dict[str, Any]], answer: str) -> tuple[list[dict
     return messages, 0
 
 
+class ToolCalls:
+    """Tool calls streamed in pieces (an id and name first, the arguments in fragments), put
+    together by their index for a plain completion, as an OpenAI server returns them."""
+
+    def __init__(self) -> None:
+        self._calls: dict[int, dict[str, Any]] = {}
+
+    def add(self, raw: dict[str, Any] | None) -> None:
+        for choice in (raw or {}).get("choices") or []:
+            for piece in ((choice or {}).get("delta") or {}).get("tool_calls") or []:
+                if not isinstance(piece, dict):
+                    continue
+                index = piece.get("index") if isinstance(piece.get("index"), int) else len(self._calls)
+                call = self._calls.setdefault(index, {"id": None, "type": "function",
+                                                      "function": {"name": "", "arguments": ""}})
+                call["id"] = piece.get("id") or call["id"]
+                call["type"] = piece.get("type") or call["type"]
+                function = piece.get("function") if isinstance(piece.get("function"), dict) else {}
+                for key in ("name", "arguments"):
+                    if isinstance(function.get(key), str):
+                        call["function"][key] += function[key]
+
+    def __bool__(self) -> bool:
+        return bool(self._calls)
+
+    def assembled(self) -> list[dict[str, Any]]:
+        return [self._calls[i] for i in sorted(self._calls)]
+
+
 def _chunk(cid: str, created: int, model: str, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
     return {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
@@ -256,8 +285,9 @@ class ChatService:
         return None
 
     def _request_key(self, req: ChatCompletionRequest, controls: RequestControls) -> str:
-        payload = json.dumps([controls.tenant, controls.session, req.model, req.messages], ensure_ascii=False,
-                             sort_keys=True, default=str)
+        # ASCII escapes: a lone surrogate in a message cannot be encoded as UTF-8 (the lookup refuses it).
+        payload = json.dumps([controls.tenant, controls.session, req.model, req.messages], sort_keys=True,
+                             default=str)
         return hashlib.sha256(payload.encode()).hexdigest()
 
     # What a session was just answered lives in the store as markers that expire with the
@@ -399,22 +429,30 @@ class ChatService:
             raise
         headers = self._headers(turn)
         if not turn.req.stream:
-            text, final = [], None
+            text, calls, final = [], ToolCalls(), None
             event = first
             while True:
                 if isinstance(event, TextDelta):
                     text.append(event.text)
+                    calls.add(event.raw)
                 else:
                     final = event
                 try:
                     event = await events.__anext__()
                 except StopAsyncIteration:
                     break
-            assert final is not None
+            if final is None:       # the engine stopped without finishing: nothing to answer with
+                self.metrics.engine_errors.labels("engine_ended_early").inc()
+                raise EngineError("the engine ended the answer before finishing it", status=502,
+                                  code="engine_ended_early")
             answer = "".join(text)
             await self._after_answer(turn, answer, final)
             body = self._completion(f"chatcmpl-{uuid.uuid4().hex}", int(time.time()), turn.req.model, answer,
                                     final.finish_reason, final.usage, turn)
+            if calls:
+                message = body["choices"][0]["message"]
+                message["tool_calls"] = calls.assembled()
+                message["content"] = message["content"] or None
             return Outcome(turn.status, headers, body=body)
         return Outcome(turn.status, headers, stream=self._relay(turn, first, events))
 
