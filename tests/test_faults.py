@@ -8,8 +8,9 @@
                                             a restart
     SQLite locked, SQLite disk full         fail open, say so, lose no entry reported ready
 
-The upstream is a real HTTP server on 127.0.0.1 whose behaviour each test sets; Redis is a
-Redis Stack server of this test's own, so stopping it touches no other test.
+The upstream is a real HTTP server on 127.0.0.1 whose behaviour each test sets; the store
+tests answer from the FakeEngine; Redis is a Redis Stack server of this test's own, so
+stopping it touches no other test.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from starlette.routing import Route
 
 from conftest import MODEL, U, chat, free_port, redis_server_missing, start_redis
 from smartcache import SmartCache, load_config
+from smartcache.engine import FakeEngine
 from smartcache.engine.upstream import UpstreamEngine
 from smartcache.gateway import GatewaySettings, create_app
 
@@ -193,12 +195,14 @@ def _wait_health(client, status: str, timeout: float = 40.0) -> dict:
         time.sleep(0.25)
 
 
-def test_redis_stopped_mid_traffic_fails_open_and_recovers_by_itself(own_redis, local_engine, encoder):
+def test_redis_stopped_mid_traffic_fails_open_and_recovers_by_itself(own_redis, encoder):
     url, box, restart = own_redis
     config = load_config(lifecycle={"promotion_window_s": 0.0},
                          store={"backend": "redis", "url": url, "prefix": f"fault{time.time_ns()}:"})
     cache = SmartCache(config, encoder=encoder)
-    with TestClient(create_app(cache, local_engine, GatewaySettings(), close_engine=False)) as client:
+    # A 1 s regenerate window: the paraphrase asked again after the outage is not a repeat.
+    settings = GatewaySettings(regenerate_window_s=1.0)
+    with TestClient(create_app(cache, FakeEngine(any_model=True), settings)) as client:
         first = chat(client, [U(QUESTION)], session="r1")
         assert first.headers["x-smartcache-status"] == "miss"
         assert chat(client, [U(PARAPHRASE)], session="r1").headers["x-smartcache-status"] == "hit"
@@ -216,6 +220,7 @@ def test_redis_stopped_mid_traffic_fails_open_and_recovers_by_itself(own_redis, 
         assert _metric(client, "smartcache_store_up") == 0.0
 
         restart()                                       # the same data comes back (AOF)
+        time.sleep(1.0)                                 # the regenerate window passes
         assert _wait_health(client, "ok")["status"] == "ok"
         assert _metric(client, "smartcache_store_up") == 1.0
         back = chat(client, [U(PARAPHRASE)], session="r1")
@@ -226,11 +231,12 @@ def test_redis_stopped_mid_traffic_fails_open_and_recovers_by_itself(own_redis, 
 
 
 @pytest.fixture
-def sqlite_gateway(tmp_path, local_engine, encoder):
+def sqlite_gateway(tmp_path, encoder):
     path = tmp_path / "cache.db"
     config = load_config(lifecycle={"promotion_window_s": 0.0}, store={"backend": "sqlite", "path": str(path)})
     cache = SmartCache(config, encoder=encoder)
-    with TestClient(create_app(cache, local_engine, GatewaySettings(), close_engine=False)) as client:
+    # A 0.5 s regenerate window: the paraphrase asked again after the fault is not a repeat.
+    with TestClient(create_app(cache, FakeEngine(any_model=True), GatewaySettings(regenerate_window_s=0.5))) as client:
         yield path, client, cache
 
 
@@ -261,6 +267,7 @@ def test_a_locked_sqlite_file_fails_open_and_keeps_what_was_ready(sqlite_gateway
         locker.close()
     assert _wait_health(client, "ok")["status"] == "ok"
     assert ready <= _ready_ids(path)
+    time.sleep(0.5)
     assert chat(client, [U(PARAPHRASE)], session="l1").headers["x-smartcache-status"] == "hit"
 
 
@@ -281,7 +288,9 @@ def test_a_full_sqlite_disk_fails_open_and_keeps_what_was_ready(sqlite_gateway):
             assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"]
         assert _stores(client).get("store_error", 0) >= 1
         assert client.get("/health").json()["status"] == "degraded"
-        assert chat(client, [U(PARAPHRASE)], session="f1").status_code == 200
+        time.sleep(0.5)                                 # past the regenerate window: a hit, not a repeat
+        hit = chat(client, [U(PARAPHRASE)], session="f1")
+        assert hit.status_code == 200 and hit.headers["x-smartcache-status"] in ("hit", "miss")
     finally:
         db.execute("PRAGMA max_page_count = 1073741823")
     assert _wait_health(client, "ok")["status"] == "ok"
