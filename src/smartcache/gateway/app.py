@@ -56,7 +56,7 @@ def create_app(cache: SmartCache, engine, settings: GatewaySettings | None = Non
         while True:
             await asyncio.sleep(min(1.0, max(cache.config.lifecycle.promotion_window_s / 2, 0.05)))
             try:
-                await asyncio.to_thread(cache.lifecycle.tick)
+                await asyncio.to_thread(cache.tick)
             except SmartCacheError as exc:
                 log.warning("smartcache: promotion tick failed: %s", exc)
 
@@ -157,7 +157,7 @@ def create_app(cache: SmartCache, engine, settings: GatewaySettings | None = Non
         """"ok", or "degraded" while the store fails: requests are then passed through to the
         engine uncached, and the gateway recovers by itself once the store answers again."""
         try:
-            entries: int | None = len(cache.backend)
+            entries: int | None = cache.entry_count()
         except SmartCacheError:
             entries = None
         store = cache.store_health()
