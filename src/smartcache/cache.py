@@ -271,6 +271,68 @@ class SmartCache:
     def get(self, cache_id: str) -> Entry | None:
         return self.backend.get(cache_id)
 
+    def entries(self, *, tenant: str | None = None, session: str | None = None,
+                states: list[EntryState] | None = None) -> list[Entry]:
+        """Entries in any state, optionally of one tenant, session or set of states (admin)."""
+        return self.backend.find(tenant=tenant, session_id=session, states=states)
+
+    def session_entries(self, tenant: str, session: str) -> list[Entry]:
+        """Every entry of one session, in any state (the gateway docks re-sent answers on them)."""
+        return self.backend.find(tenant=tenant, session_id=session)
+
+    def delete(self, cache_id: str) -> bool:
+        """Remove an entry at once; True if it existed."""
+        return self.backend.delete(cache_id)
+
+    def entry_count(self) -> int:
+        """Entries in the store, in any state."""
+        return len(self.backend)
+
+    def tick(self) -> int:
+        """Promote every pending entry whose window has passed; returns how many."""
+        return self.lifecycle.tick()
+
+    # -- version keys -------------------------------------------------------------------
+
+    # A generation counter per tenant and model (and one per whole tenant) lives in the
+    # store, so a bump on one replica changes the version key of every replica at once.
+    @staticmethod
+    def _generation_name(tenant: str, model: str | None) -> str:
+        return f"{tenant}\x00{model or '*'}"
+
+    def versions(self, tenant: str, model: str, kb: str = "", *, tokenizer: str = "") -> dict[str, str]:
+        """The version mapping of a request to ``model`` (pass it to ``lookup`` / ``store``): the
+        knowledge-base version carries the bump generations of the tenant and of the model."""
+        generation = (self.backend.generation(self._generation_name(tenant, model))
+                      + self.backend.generation(self._generation_name(tenant, None)))
+        return {"model": model, "tokenizer": tokenizer, "kb": f"{kb}#{generation}" if generation else kb}
+
+    def bump_version(self, tenant: str, model: str | None = None) -> int:
+        """Change the version key of the tenant (of one model, when given): its earlier entries
+        stop matching at once. A whole-tenant bump also marks them invalid; returns how many."""
+        self.backend.bump_generation(self._generation_name(tenant, model))
+        if model is not None:
+            return 0     # entries keep only a digest of their key; they are unreachable and age out
+        gone = 0
+        for entry in self.backend.find(tenant=tenant):
+            if entry.state not in (EntryState.INVALID, EntryState.FROZEN):
+                self.invalidate(tenant=tenant, cache_id=entry.cache_id)
+                gone += 1
+        return gone
+
+    # -- markers ------------------------------------------------------------------------
+
+    def set_marker(self, name: str, value: str, ttl_s: float) -> None:
+        """A small value that expires after ``ttl_s``, shared by every replica of the store."""
+        self.backend.set_marker(name, value, ttl_s)
+
+    def get_marker(self, name: str) -> str | None:
+        return self.backend.get_marker(name)
+
+    def take_marker(self, name: str) -> str | None:
+        """Read and remove a marker at once: of several replicas, one acts on it."""
+        return self.backend.take_marker(name)
+
     def store_health(self) -> StoreHealth:
         """Whether the store answered its last call; while it is down the cache passes through."""
         return self.backend.health()

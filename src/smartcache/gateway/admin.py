@@ -18,6 +18,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, Field
 
 from smartcache.errors import AuthenticationError, EntryNotFound, InvalidRequest
+from smartcache.gateway.service import ChatService
 from smartcache.store import Entry, EntryState
 
 log = logging.getLogger("smartcache.admin")
@@ -63,7 +64,7 @@ def audit(action: str, tenant: str | None, *, level: int = logging.INFO, **detai
     log.log(level, "admin %s tenant=%s%s", action, tenant if tenant is not None else "*", extra)
 
 
-def admin_router(service, token: str | None, *, closed: bool = False) -> APIRouter:
+def admin_router(service: ChatService, token: str | None, *, closed: bool = False) -> APIRouter:
     """``closed``: refuse every call (keys are configured but no admin token was given)."""
     cache = service.cache
 
@@ -94,32 +95,24 @@ def admin_router(service, token: str | None, *, closed: bool = False) -> APIRout
     def stats() -> dict[str, Any]:
         audit("stats", None, level=logging.DEBUG)       # the dashboard polls it every 2 s
         s = cache.stats()
-        totals = service.totals
-        answered = sum(totals[k] for k in ("hit", "half-hit", "miss", "bypass"))
-        bucket_s = service.settings.timeline_bucket_s
-        timeline = [{"t": b * bucket_s, **{k: c.get(k, 0) for k in ("hit", "half-hit", "miss", "bypass",
-                                                                     "saved_tokens")}}
-                    for b, c in sorted(service.timeline.items())]
-        shadow = [v for _, v in service.shadow.verdicts]
-        kept = sum(1 for v in shadow if v.outcome == "keep")
-        judged = sum(1 for v in shadow if v.outcome in ("keep", "demote", "drop"))
+        traffic = service.telemetry.summary()
+        precision, judged = service.shadow.precision()
         engine_kv = getattr(service.engine, "kv", None)
         return {
             "now": time.time(), "encoder": s.encoder, "entries": s.entries, "by_state": dict(s.by_state),
             "lookups": s.lookups, "by_zone": dict(s.by_zone), "hit_rate": s.hit_rate,
-            "requests": answered, "by_status": {k: totals[k] for k in ("hit", "half-hit", "miss", "bypass")},
-            "saved_tokens": totals["saved_tokens"], "prompt_tokens": totals["prompt_tokens"],
-            "pollution": totals["pollution"],
-            "pollution_rate": totals["pollution"] / totals["hit"] if totals["hit"] else 0.0,
-            "shadow_precision": kept / judged if judged else None, "shadow_checked": judged,
-            "invalidations": s.invalidations, "evicted": s.evicted, "timeline": timeline,
+            "requests": traffic.requests, "by_status": traffic.by_status,
+            "saved_tokens": traffic.saved_tokens, "prompt_tokens": traffic.prompt_tokens,
+            "pollution": traffic.pollution, "pollution_rate": traffic.pollution_rate,
+            "shadow_precision": precision, "shadow_checked": judged,
+            "invalidations": s.invalidations, "evicted": s.evicted, "timeline": service.telemetry.timeline_json(),
             "kv_cache": engine_kv.stats().__dict__ if engine_kv is not None else None,
         }
 
     @router.get("/decisions")
     async def decisions(limit: int = Query(50, ge=1, le=500)) -> dict[str, Any]:
         audit("decisions", None, level=logging.DEBUG, limit=limit)      # ditto
-        return {"data": service.recent_json(limit)}
+        return {"data": service.telemetry.recent_json(limit)}
 
     @router.get("/entries")
     def entries(tenant: str | None = None, session: str | None = None, state: str | None = None,
@@ -131,7 +124,7 @@ def admin_router(service, token: str | None, *, closed: bool = False) -> APIRout
                 states = [EntryState(state)]
             except ValueError:
                 raise InvalidRequest(f"state must be one of {[s.value for s in EntryState]}") from None
-        found = cache.backend.find(tenant=tenant, session_id=session, states=states)
+        found = cache.entries(tenant=tenant, session=session, states=states)
         found.sort(key=lambda e: e.created_at, reverse=True)
         return {"data": [entry_json(e) for e in found[:limit]], "total": len(found)}
 
@@ -142,7 +135,7 @@ def admin_router(service, token: str | None, *, closed: bool = False) -> APIRout
     @router.delete("/entries/{cache_id}")
     def drop(cache_id: str) -> dict[str, Any]:
         require(cache_id, "drop")
-        return {"id": cache_id, "deleted": cache.backend.delete(cache_id)}
+        return {"id": cache_id, "deleted": cache.delete(cache_id)}
 
     @router.post("/entries/{cache_id}/promote")
     def promote(cache_id: str, body: PromoteBody) -> dict[str, Any]:
@@ -165,6 +158,6 @@ def admin_router(service, token: str | None, *, closed: bool = False) -> APIRout
     def bump(body: BumpBody) -> dict[str, Any]:
         audit("bump_version", body.tenant, model=body.model)
         return {"tenant": body.tenant, "model": body.model,
-                "invalidated": service.bump_version(body.tenant, body.model)}
+                "invalidated": cache.bump_version(body.tenant, body.model)}
 
     return router

@@ -36,42 +36,19 @@ def _error(status: int, message: str, *, type_: str = "invalid_request_error", c
     return JSONResponse(error_body(message, type_=type_, code=code, param=param), status_code=status)
 
 
-def create_app(cache: SmartCache, engine, settings: GatewaySettings | None = None, *,
-               admin_token: str | None = None, auth: AuthPolicy = OPEN, close_engine: bool = True,
-               close_admin: bool = False) -> FastAPI:
-    """The gateway app. ``auth`` says who the callers are (see ``gateway.auth``); with keys
-    and no ``admin_token`` the admin API is closed, as it is with ``close_admin`` (a gateway
-    bound beyond loopback without a token). ``close_engine=False`` leaves the engine
-    running at shutdown (an engine shared by several apps, as in tests)."""
-    auth.check_admin_token(admin_token)
-    service = ChatService(cache, engine, settings)
+async def _promote_on_time(cache: SmartCache) -> None:
+    """Pending answers become servable when their window passes, whether or not this
+    replica sees another request (other replicas read them from the shared store)."""
+    while True:
+        await asyncio.sleep(min(1.0, max(cache.config.lifecycle.promotion_window_s / 2, 0.05)))
+        try:
+            await asyncio.to_thread(cache.tick)     # a store call: off the event loop
+        except SmartCacheError as exc:
+            log.warning("smartcache: promotion tick failed: %s", exc)
 
-    async def principal(request: Request) -> Principal:
-        # async: a plain def would be run on the thread pool, a hop per request for one hash.
-        return auth.authenticate(request.headers)
 
-    async def promote_on_time() -> None:
-        # Pending answers become servable when their window passes, whether or not this
-        # replica sees another request (other replicas read them from the shared store).
-        while True:
-            await asyncio.sleep(min(1.0, max(cache.config.lifecycle.promotion_window_s / 2, 0.05)))
-            try:
-                await asyncio.to_thread(cache.lifecycle.tick)
-            except SmartCacheError as exc:
-                log.warning("smartcache: promotion tick failed: %s", exc)
-
-    @contextlib.asynccontextmanager
-    async def lifespan(_: FastAPI):
-        ticker = asyncio.create_task(promote_on_time())
-        yield
-        ticker.cancel()
-        await service.shadow.drain()
-        if close_engine:
-            await engine.aclose()
-
-    app = FastAPI(title="SmartCache gateway", version="0.1.0", lifespan=lifespan)
-    app.state.service = service
-    app.add_middleware(BodyLimit, max_bytes=service.settings.max_body_bytes)
+def _add_error_handlers(app: FastAPI) -> None:
+    """Every error leaves as an OpenAI error body with the status its kind implies."""
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -112,6 +89,36 @@ def create_app(cache: SmartCache, engine, settings: GatewaySettings | None = Non
     async def _internal(_: Request, exc: SmartCacheError) -> JSONResponse:
         log.exception("smartcache error")
         return _error(500, str(exc), type_="api_error", code="smartcache_error")
+
+
+def create_app(cache: SmartCache, engine, settings: GatewaySettings | None = None, *,
+               admin_token: str | None = None, auth: AuthPolicy = OPEN, close_engine: bool = True,
+               close_admin: bool = False) -> FastAPI:
+    """The gateway app. ``auth`` says who the callers are (see ``gateway.auth``); with keys
+    and no ``admin_token`` the admin API is closed, as it is with ``close_admin`` (a gateway
+    bound beyond loopback without a token). ``close_engine=False`` leaves the engine
+    running at shutdown (an engine shared by several apps, as in tests)."""
+    auth.check_admin_token(admin_token)
+    service = ChatService(cache, engine, settings)
+
+    async def principal(request: Request) -> Principal:
+        # async: a plain def would be run on the thread pool, a hop per request for one hash.
+        return auth.authenticate(request.headers)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI):
+        ticker = asyncio.create_task(_promote_on_time(cache))
+        yield
+        ticker.cancel()
+        await service.shadow.drain()
+        if close_engine:
+            await engine.aclose()
+
+    app = FastAPI(title="SmartCache gateway", version="0.1.0", lifespan=lifespan)
+    app.state.service = service
+    app.add_middleware(BodyLimit, max_bytes=service.settings.max_body_bytes)
+
+    _add_error_handlers(app)
 
     @app.post("/v1/chat/completions", openapi_extra=chat_openapi())     # the body is read by hand below
     async def chat_completions(request: Request, caller: Principal = Depends(principal)) -> Response:
@@ -157,7 +164,7 @@ def create_app(cache: SmartCache, engine, settings: GatewaySettings | None = Non
         """"ok", or "degraded" while the store fails: requests are then passed through to the
         engine uncached, and the gateway recovers by itself once the store answers again."""
         try:
-            entries: int | None = len(cache.backend)
+            entries: int | None = cache.entry_count()
         except SmartCacheError:
             entries = None
         store = cache.store_health()

@@ -61,6 +61,14 @@ class ShadowVerifier:
         task.add_done_callback(self._tasks.discard)
         return True
 
+    def precision(self) -> tuple[float | None, int]:
+        """Of the recent verdicts that judged an entry, the share that kept it (None before
+        any), and how many judged."""
+        outcomes = [v.outcome for _, v in self.verdicts]
+        judged = sum(1 for o in outcomes if o in ("keep", "demote", "drop"))
+        kept = sum(1 for o in outcomes if o == "keep")
+        return (kept / judged if judged else None), judged
+
     async def drain(self) -> None:
         """Wait for every running verification (tests, shutdown)."""
         while self._tasks:
