@@ -2,7 +2,8 @@
 #   make serve   build the venv if needed, then start the gateway on 127.0.0.1:8080
 #                (bundled CPU engine, in-process store, real encoder); ARGS="..." adds flags
 #   make test    build the venv if needed, then run the test suite
-# Both install everything themselves from the pinned requirement files.
+#   make test-fast  the tests a developer runs before each commit (no `integration`), under a minute
+# They install everything themselves from the pinned requirement files.
 # make demo explains one sample decision without starting a server.
 
 PYTHON ?= python3
@@ -10,7 +11,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv serve test browser redis-libs demo bench load fuzz benchmark evaluate calibrate train clean
+.PHONY: venv serve test test-fast browser redis-libs demo bench load fuzz benchmark evaluate calibrate train clean
 
 venv: $(STAMP)
 
@@ -39,6 +40,11 @@ redis-libs:
 
 test: $(STAMP) browser redis-libs
 	$(PY) -m pytest -q
+
+# Everything but the `integration` marker (the bundled engine, server processes, Redis, Chromium,
+# the tests of more than a few seconds: see tests/conftest.py), with the doctests of src/smartcache.
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "not integration"
 
 bench: $(STAMP)
 	$(PY) scripts/bench_gateway.py

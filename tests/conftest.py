@@ -225,3 +225,16 @@ def redis_url():
     proc.wait(timeout=10)
 
 
+
+
+# The fast tier (`make test-fast` = `-m "not integration"`) leaves out every test that needs one
+# of these fixtures (the bundled engine loads in about 25 s; the others start processes), and the
+# tests marked `integration` by hand: those that start `serve(...)`, Redis, Chromium or a
+# subprocess, or take more than a few seconds on two cores.
+INTEGRATION_FIXTURES = frozenset({"local_engine", "gateway", "gateway_server", "redis_url"})
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if INTEGRATION_FIXTURES & set(getattr(item, "fixturenames", ())) or item.get_closest_marker("load"):
+            item.add_marker(pytest.mark.integration)

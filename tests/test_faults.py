@@ -195,6 +195,7 @@ def _wait_health(client, status: str, timeout: float = 40.0) -> dict:
         time.sleep(0.25)
 
 
+@pytest.mark.integration
 def test_redis_stopped_mid_traffic_fails_open_and_recovers_by_itself(own_redis, encoder):
     url, box, restart = own_redis
     config = load_config(lifecycle={"promotion_window_s": 0.0},
@@ -248,6 +249,7 @@ def _ready_ids(path) -> set[str]:
         db.close()
 
 
+@pytest.mark.integration
 def test_a_locked_sqlite_file_fails_open_and_keeps_what_was_ready(sqlite_gateway):
     path, client, cache = sqlite_gateway
     assert chat(client, [U(QUESTION)], session="l1").headers["x-smartcache-status"] == "miss"

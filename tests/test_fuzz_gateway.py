@@ -54,6 +54,7 @@ def test_the_contract_check(driver, status, body, why):
     assert driver.problem(status, Response()) == why
 
 
+@pytest.mark.integration
 def test_schemathesis_finds_no_5xx_and_only_openai_errors(driver, encoder):
     report = driver.fuzz(driver.make_app(encoder), requests=REQUESTS, seed=0)
     print("\n" + report.summary())

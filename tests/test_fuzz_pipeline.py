@@ -110,6 +110,7 @@ def fuzz_cache(encoder):
 # -- parse ------------------------------------------------------------------------------------
 
 
+@pytest.mark.integration
 @fuzz(150)
 @given(st.one_of(messages, good_messages))
 def test_parse_messages_raises_only_invalid_request_and_returns_a_well_formed_conversation(raw):
@@ -179,6 +180,7 @@ def test_build_view_is_well_formed(raw, max_turns):
 # -- fingerprint ------------------------------------------------------------------------------
 
 
+@pytest.mark.integration
 @fuzz(80)
 @given(good_messages)
 def test_fingerprint_is_well_formed(fingerprinter, raw):
@@ -199,6 +201,7 @@ def test_fingerprint_is_well_formed(fingerprinter, raw):
 # -- the cache --------------------------------------------------------------------------------
 
 
+@pytest.mark.integration
 @fuzz(80)
 @given(st.one_of(good_messages, messages), nasty_text | json_values,
        st.one_of(st.just("s1"), st.none(), json_values), st.one_of(st.just("default"), json_values),

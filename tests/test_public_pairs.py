@@ -59,6 +59,7 @@ def _auc(scores: np.ndarray, labels: np.ndarray) -> float:
     return float((ranks[pos].sum() - pos.sum() * (pos.sum() + 1) / 2) / (pos.sum() * (~pos).sum()))
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("loader, floor", [(lambda: _tsv("lcqmc"), 0.8), (_qqp, 0.75)], ids=["lcqmc", "qqp"])
 def test_default_encoder_separates_paraphrases(encoder, loader, floor):
     rows = loader()
@@ -68,6 +69,7 @@ def test_default_encoder_separates_paraphrases(encoder, loader, floor):
     assert auc >= floor, f"pair AUC {auc:.3f}"
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("name", ["lcqmc", "pawsx"])
 def test_rules_serve_fewer_false_hits_than_plain_cosine(make_cache, encoder, name):
     rows = [r for r in _tsv(name) if r[2] == 0]

@@ -6,8 +6,6 @@ libssl1.1, which `make redis-libs` (part of `make test`) unpacks into build/libs
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -18,7 +16,7 @@ import pytest
 from smartcache import SmartCache, Zone, load_config
 from smartcache.errors import StoreError
 from smartcache.store import EntryState, Scope, Store
-from test_store_backends import DIM, WRITER, entry, flt, unit
+from test_store_backends import DIM, entry, flt, unit
 
 @pytest.fixture
 def store(redis_url, request):
@@ -139,44 +137,6 @@ def test_two_replicas_share_entries_invalidations_and_versions(redis_url, encode
     assert b.backend.generation("default\x00m") == 0
     c.backend.bump_generation("default\x00m")
     assert b.backend.generation("default\x00m") == 1
-
-
-def test_kill_minus_nine_of_a_writer_on_redis_loses_nothing_ready(redis_url, encoder, tmp_path):
-    from smartcache.store.redis import RedisStore
-
-    script = tmp_path / "writer.py"
-    script.write_text(WRITER.replace('{"backend": "sqlite", "path": sys.argv[1]}',
-                                     '{"backend": "redis", "url": sys.argv[1], "prefix": "crash:"}'),
-                      encoding="utf-8")
-    proc = subprocess.Popen([sys.executable, str(script), redis_url], stdout=subprocess.PIPE, text=True)
-    ready, pending = {}, set()
-    deadline = time.time() + 120
-    try:
-        while len(ready) < 40 and time.time() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            kind, cache_id, *rest = line.split()
-            if kind == "ready":
-                ready[cache_id] = int(rest[0])
-            else:
-                pending.add(cache_id)
-        os.kill(proc.pid, signal.SIGKILL)
-    finally:
-        proc.wait(timeout=30)
-    assert len(ready) >= 40
-    store = RedisStore(redis_url, encoder.dim, prefix="crash:")
-    for cache_id in ready:
-        got = store.get(cache_id)
-        assert got is not None and got.state is EntryState.READY, cache_id
-    for cache_id in pending:
-        got = store.get(cache_id)
-        assert got is None or got.state is EntryState.PENDING
-    cache = _cache(redis_url, encoder, "crash:")
-    some_id, i = next(iter(ready.items()))
-    decision = cache.lookup([{"role": "user", "content": f"第{i}号订单的发票怎么开？请说明步骤 {i}"}],
-                            session=f"s{i % 7}")
-    assert decision.zone is Zone.HIT and decision.entry.cache_id == some_id
 
 
 def test_pending_entries_change_state_exactly_once_across_replicas(redis_url):

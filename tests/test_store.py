@@ -101,7 +101,7 @@ class StoreMachine(RuleBasedStateMachine):
             cid for cid, e in self.model.items() if e.state is not EntryState.FROZEN}
 
 
-TestStoreMachine = StoreMachine.TestCase
+TestStoreMachine = pytest.mark.integration(StoreMachine.TestCase)
 TestStoreMachine.settings = settings(max_examples=60, stateful_step_count=40, deadline=None)
 
 

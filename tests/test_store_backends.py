@@ -1,14 +1,8 @@
-"""The persistent SQLite store, the HNSW partitions, and a kill -9 crash test."""
+"""The persistent SQLite store, the HNSW partitions, and a kill -9 crash test (SQLite and Redis)."""
 
 from __future__ import annotations
 
-import os
-import signal
 import sqlite3
-import subprocess
-import sys
-import textwrap
-import time
 import uuid
 
 import numpy as np
@@ -19,6 +13,8 @@ from smartcache.errors import StoreError
 from smartcache.fingerprint import Signature
 from smartcache.store import Answer, Entry, EntryId, EntryState, MemoryStore, Scope, SearchFilter, VersionKeyHash
 from smartcache.store.sqlite import SqliteStore
+
+from crash import WRITER_QUESTION, WriterBurst, kill_mid_burst, writer_session
 
 DIM = 32
 SIG = Signature(text="q", domain="general", skeleton="other", entities=(), flags=frozenset(), negations=0,
@@ -99,6 +95,7 @@ def test_a_cache_on_sqlite_serves_after_restart(tmp_path, encoder):
     assert decision.zone is Zone.HIT and decision.answer == plan
 
 
+@pytest.mark.integration
 def test_hnsw_partition_recall_against_exact_search():
     rng = np.random.default_rng(2)
     centres = unit(rng, 40)
@@ -129,58 +126,37 @@ def test_hnsw_partition_recall_against_exact_search():
     assert found / total >= 0.95
 
 
-WRITER = textwrap.dedent("""
-    import sys, time
-    from smartcache import SmartCache, load_config
-    from smartcache.fingerprint.encoders import make_encoder
-    config = load_config(store={"backend": "sqlite", "path": sys.argv[1]}, lifecycle={"promotion_window_s": 3600})
-    cache = SmartCache(config)
-    i = 0
-    while True:
-        i += 1
-        messages = [{"role": "user", "content": f"第{i}号订单的发票怎么开？请说明步骤 {i}"}]
-        result = cache.store(messages, f"订单{i}：在订单页申请开票。", session=f"s{i % 7}")
-        cache.promote(result.cache_id)
-        print(f"ready {result.cache_id} {i}", flush=True)
-        if i % 3 == 0:   # and one left pending, which must never come back servable
-            pending = cache.store([{"role": "user", "content": f"待定问题 {i}"}], "待定", session="p")
-            print(f"pending {pending.cache_id}", flush=True)
-""")
+@pytest.fixture(params=["sqlite", "redis"])
+def crash_store(request, tmp_path, encoder):
+    """(the writer's store table, a function that reopens that store here, acknowledgements to wait for)."""
+    if request.param == "sqlite":
+        path = tmp_path / "crash.db"
+
+        def reopen():
+            store = SqliteStore(path, encoder.dim)
+            assert store.integrity() == "ok" and store.corrupt == 0
+            return store
+        return {"backend": "sqlite", "path": str(path)}, reopen, 60
+    from smartcache.store.redis import RedisStore
+
+    url, prefix = request.getfixturevalue("redis_url"), f"crash{uuid.uuid4().hex[:8]}:"
+    return {"backend": "redis", "url": url, "prefix": prefix}, lambda: RedisStore(url, encoder.dim, prefix=prefix), 40
 
 
-def test_kill_minus_nine_during_a_burst_of_writes_loses_nothing_ready(tmp_path, encoder):
-    path = tmp_path / "crash.db"
-    script = tmp_path / "writer.py"
-    script.write_text(WRITER, encoding="utf-8")
-    proc = subprocess.Popen([sys.executable, str(script), str(path)], stdout=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    ready, pending = {}, set()
-    deadline = time.time() + 120
-    try:
-        while len(ready) < 60 and time.time() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            kind, cache_id, *rest = line.split()
-            if kind == "ready":
-                ready[cache_id] = int(rest[0])
-            else:
-                pending.add(cache_id)
-        os.kill(proc.pid, signal.SIGKILL)      # in the middle of the burst
-    finally:
-        proc.wait(timeout=30)
-    assert len(ready) >= 60, "the writer did not get going"
-    store = SqliteStore(path, encoder.dim)
-    assert store.integrity() == "ok" and store.corrupt == 0
-    for cache_id in ready:
+@pytest.mark.integration
+def test_kill_minus_nine_during_a_burst_of_writes_loses_nothing_ready(crash_store, encoder):
+    table, reopen, after = crash_store
+    burst = WriterBurst(table, size=2000)
+    kill_mid_burst(burst.proc, burst, after=after)   # fails unless the kill landed inside the burst
+    store = reopen()
+    for cache_id in burst.ready:
         got = store.get(cache_id)
         assert got is not None and got.state is EntryState.READY, cache_id
-    for cache_id in pending:
+    for cache_id in burst.pending:
         got = store.get(cache_id)
         assert got is None or got.state is EntryState.PENDING
-    # And the survivors are servable through a cache opened on the same file.
-    cache = SmartCache(load_config(store={"backend": "sqlite", "path": str(path)}), store=store, encoder=encoder)
-    some_id, i = next(iter(ready.items()))
-    decision = cache.lookup([{"role": "user", "content": f"第{i}号订单的发票怎么开？请说明步骤 {i}"}],
-                            session=f"s{i % 7}")
+    # And the survivors are servable through a cache opened on the same store.
+    cache = SmartCache(load_config(store=table), store=store, encoder=encoder)
+    some_id, i = next(iter(burst.ready.items()))
+    decision = cache.lookup([{"role": "user", "content": WRITER_QUESTION.format(i=i)}], session=writer_session(i))
     assert decision.zone is Zone.HIT and decision.entry.cache_id == some_id

@@ -101,6 +101,7 @@ def _stale_by_one_row_swapped(db: sqlite3.Connection, entries: list[Entry]) -> N
     _stale_by_rows_added(db, entries)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("change, reason", [
     (_stale_by_rows_added, "stale"), (_stale_by_rows_deleted, "stale"), (_stale_by_a_replaced_vector, "stale"),
     (_stale_by_one_row_swapped, "stale"), (None, "corrupt"),

@@ -82,6 +82,7 @@ def synthetic_harvest(n: int = 2000, seed: int = 0) -> tuple[Harvest, np.ndarray
     return h, np.asarray(scores)
 
 
+@pytest.mark.integration
 def test_the_operating_point_keeps_the_upper_bound_within_budget():
     h, p = synthetic_harvest()
     for budget in (0.05, 0.01, 0.005):
@@ -93,6 +94,7 @@ def test_the_operating_point_keeps_the_upper_bound_within_budget():
     assert operating_points(h, p, 0.05, tiers=("low",))["low"] <= operating_points(h, p, 0.005, tiers=("low",))["low"]
 
 
+@pytest.mark.integration
 def test_smartcache_train_writes_a_loadable_model_and_a_report(tmp_path, rules_only, encoder, monkeypatch):
     from smartcache.eval.train_run import train
 

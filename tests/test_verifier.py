@@ -23,6 +23,7 @@ def make_model(seed: int = 0, n: int = 3000, features: int = 6):
     return x, HistGradientBoostingClassifier(max_iter=40, max_depth=5, random_state=seed).fit(x, y)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_the_tree_walk_gives_scikit_learns_probabilities(seed):
     x, model = make_model(seed)
@@ -30,6 +31,7 @@ def test_the_tree_walk_gives_scikit_learns_probabilities(seed):
     assert np.abs(ours.predict(x) - model.predict_proba(x)).max() < 1e-6
 
 
+@pytest.mark.integration
 def test_a_model_survives_its_json_round_trip():
     x, model = make_model()
     ours = TreeVerifier.from_sklearn(model, [f"f{i}" for i in range(x.shape[1])], {"operating_points": {"low": 0.8, "default": 0.9}})
