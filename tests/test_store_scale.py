@@ -121,9 +121,11 @@ def test_a_graph_that_no_longer_matches_is_rebuilt(tmp_path, change, reason):
     exact = MemoryStore(DIM, ann_above=10**9)
     for e in again:
         exact.put(e)
-    for q in queries:
-        assert {r.entry.cache_id for r in again.search(flt(), q, 8)} == {r.entry.cache_id
-                                                                       for r in exact.search(flt(), q, 8)}
+    # HNSW is approximate (a rebuilt graph may miss one of the exact top 8 now and then), so the
+    # check is recall: a graph whose labels pointed at the wrong rows would score near 0.
+    found = sum(len({r.entry.cache_id for r in again.search(flt(), q, 8)}
+                    & {r.entry.cache_id for r in exact.search(flt(), q, 8)}) for q in queries)
+    assert found >= 0.95 * 8 * len(queries), found
     again.close()   # and the rebuilt graph is saved: the next open reuses it
     assert SqliteStore(tmp_path / "c.db", DIM, ann_above=ANN).graph_status[POOL].startswith("reused")
 
