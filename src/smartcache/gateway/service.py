@@ -4,7 +4,7 @@
     half-hit  forwarded with the history docked byte for byte onto the cached turn, so the
               engine's prefix cache reuses it; the answer is stored as a new entry
     miss      forwarded; the answer is stored once it is complete
-    bypass    no lookup (no-cache, tools, n > 1, cache off, a turn that is not the user's)
+    bypass    no lookup (no-cache, tools, cache off, a turn that is not the user's, the store down)
 
 An answer is written only after the engine finished it normally: never errors,
 truncated or abandoned streams, content-filtered answers, or tool calls.
