@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from smartcache import SmartCache, load_config
 from smartcache.context import ContextSettings, build_view, convert_numerals, normalize_text, parse_messages
 from smartcache.context.view import is_small_talk
-from smartcache.decide import Zone
+from smartcache.decide import ReasonCode, Zone
 from smartcache.errors import InvalidRequest
 from smartcache.fingerprint import Fingerprinter, MemoEncoder, Signature
 
@@ -212,12 +212,12 @@ def test_lookup_and_store_raise_only_invalid_request(fuzz_cache, raw, answer, se
     except InvalidRequest:
         decision = None
     if decision is not None:
-        assert decision.zone in set(Zone) and all(isinstance(r.code, str) for r in decision.reasons)
+        assert decision.zone in set(Zone) and all(isinstance(r.code, ReasonCode) for r in decision.reasons)
     try:
         result = fuzz_cache.store(raw, answer, session=session, tenant=tenant, versions=versions)
     except InvalidRequest:
         return
-    assert isinstance(result.reason, str) and result.stored == (result.cache_id is not None)
+    assert (result.reason is None) == result.stored == (result.cache_id is not None)
     if result.stored:
         entry = fuzz_cache.get(result.cache_id)
         assert entry is not None and entry.answer.text == answer

@@ -3,14 +3,16 @@
     cache = SmartCache()                                   # embedded defaults
     result = cache.store(messages, answer, session="s1")   # written as pending
     cache.promote(result.cache_id)                         # or wait out the window
-    decision = cache.lookup(messages2, session="s1")
-    decision.zone, decision.answer, decision.reasons
+    found = cache.lookup(messages2, session="s1")          # a Lookup: a Decision, and the request
+    found.zone, found.answer, found.reasons
+    cache.store(found, engine_answer)                      # on a miss: the request is not read again
 
-One request runs the pipeline context -> fingerprint -> index -> decide, and
-the cache applies the lifecycle effects the decision implies (a correction
-invalidates the session, a hit is counted, a failed validation lowers the
-entry's weight). Store faults fail open: the lookup becomes a miss with a
-``store_error`` reason, and is counted.
+One request runs the pipeline once: context -> fingerprint -> gate (``prepare``),
+then store search -> decide (``lookup``), then the answer written (``store``). The
+cache applies the lifecycle effects the decision implies (a reset or correction
+invalidates the session, a hit is counted, a failed validation lowers the entry's
+weight). Store faults fail open: the lookup becomes a miss with a ``store_error``
+reason, and is counted.
 """
 
 from __future__ import annotations
@@ -26,13 +28,14 @@ from typing import Any, Callable, Mapping
 
 from smartcache.config import CacheConfig, load_config
 from smartcache.context import build_view, parse_messages
-from smartcache.decide import Decider, Decision, Reason, Zone, key_facts
+from smartcache.decide import Decider, Decision, Reason, ReasonCode, Zone, key_facts
 from smartcache.decide.evidence import FEATURES
 from smartcache.decide.match import Switches
 from smartcache.decide.verifier import TreeVerifier
 from smartcache.errors import InvalidRequest, StoreError
-from smartcache.fingerprint import ChangeFlag, Encoder, Fingerprint, Fingerprinter, MemoEncoder, shared_encoder
+from smartcache.fingerprint import Encoder, Fingerprint, Fingerprinter, MemoEncoder, shared_encoder
 from smartcache.lifecycle import FeedbackResult, Lifecycle
+from smartcache.lookup import CacheRequest, Lookup
 from smartcache.store import Answer, Entry, EntryId, EntryState, MemoryStore, Scope, SearchFilter, Store, VersionKey
 from smartcache.store.guard import GuardedStore, StoreHealth
 
@@ -41,10 +44,13 @@ log = logging.getLogger("smartcache")
 
 @dataclass(frozen=True)
 class StoreResult:
+    """``reason``: why the answer was not written (None when it was); ``detail`` is for people."""
+
     stored: bool
     cache_id: str | None
     state: EntryState | None
-    reason: str
+    reason: ReasonCode | None
+    detail: str = ""
 
 
 @dataclass(frozen=True)
@@ -86,6 +92,17 @@ def _check_id(value: object, what: str, *, required: bool) -> str | None:
     return value
 
 
+def _refusal(request: CacheRequest, answer: str) -> ReasonCode | None:
+    """Why the answer to ``request`` must not be written, or None."""
+    if not answer.strip():
+        return ReasonCode.EMPTY_ANSWER
+    if request.conversation.has_tool_calls:
+        return ReasonCode.TOOL_CALLS
+    if request.gate is not None and not request.gate.cacheable:
+        return request.gate.reason.code
+    return None
+
+
 class SmartCache:
     """A context-aware semantic cache. Thread-safe; build one per process and share it."""
 
@@ -119,73 +136,92 @@ class SmartCache:
     def fingerprint(self, messages: Any, *, versions: Mapping[str, object] | None = None
                     ) -> tuple[Fingerprint, VersionKey]:
         """Run the context and fingerprint stages (no lookup); raises InvalidRequest on bad input."""
-        view = build_view(parse_messages(messages), self.config.context)
-        return self.fingerprinter.fingerprint(view), VersionKey.from_mapping(versions, system_prompt=view.system_hash)
+        request = self.prepare(messages, versions=versions)
+        return request.fingerprint, request.version
 
-    def lookup(self, messages: Any, *, session: str | None = None, tenant: str = "default",
-               versions: Mapping[str, object] | None = None) -> Decision:
-        """Decide hit / half-hit / miss for a request. Never writes an entry."""
+    def prepare(self, messages: Any, *, session: str | None = None, tenant: str = "default",
+                versions: Mapping[str, object] | None = None) -> CacheRequest:
+        """Read a request once: parse, fingerprint, version key, gate. ``lookup`` does this
+        itself; ``store`` takes the result. Raises InvalidRequest on bad input."""
         session = _check_id(session, "session", required=False)
         tenant = _check_id(tenant, "tenant", required=True)  # type: ignore[assignment]
-        fp, version = self.fingerprint(messages, versions=versions)
+        conversation = parse_messages(messages)
+        view = build_view(conversation, self.config.context)
+        fp = self.fingerprinter.fingerprint(view)
+        version = VersionKey.from_mapping(versions, system_prompt=view.system_hash)
+        return CacheRequest(tenant, session, conversation, fp, version, self.decider.gate(fp))
+
+    def lookup(self, messages: Any, *, session: str | None = None, tenant: str = "default",
+               versions: Mapping[str, object] | None = None) -> Lookup:
+        """Decide hit / half-hit / miss for a request. Never writes an entry; hand the result
+        to ``store`` to write the answer the engine gave instead."""
+        request = self.prepare(messages, session=session, tenant=tenant, versions=versions)
+        return Lookup.of(self._counted(self._decide(request)), request)
+
+    def _decide(self, request: CacheRequest) -> Decision:
+        fp, gate, tenant, session = request.fingerprint, request.gate, request.tenant, request.session
         try:
             self.lifecycle.maybe_tick()     # throttled: not a store round trip per lookup
         except StoreError as exc:           # promotion waits for the next tick; the lookup goes on
             log.error("smartcache store failed while promoting pending entries: %s", exc)
             self._count("store_errors")
-        gate = self.decider.gate(fp)
         try:
-            if gate is not None and gate.reason.code in ("reset", "correction") and session is not None:
-                # The session's earlier answers no longer stand; nothing of them may be served again.
-                gone = self.lifecycle.invalidate(tenant=tenant, session_id=session, before=self.clock())
-                self._count("invalidations", gone)
-            flt = SearchFilter(tenant=tenant, version_key=version.digest(), session_id=session,
+            if gate is not None:
+                if gate.ends_session and session is not None:
+                    # The session's earlier answers no longer stand; nothing of them may be served again.
+                    self._count("invalidations", self.lifecycle.invalidate(tenant=tenant, session_id=session,
+                                                                           before=self.clock()))
+                return gate.decision()
+            flt = SearchFilter(tenant=tenant, version_key=request.version.digest(), session_id=session,
                                domain=fp.signature.domain, now=self.clock(),
                                feedback_floor=self.config.lifecycle.feedback_floor)
-            candidates = [] if gate is not None else self.backend.search(flt, fp.turn_vector, self.config.top_k)
-            continued = [] if gate is not None or session is None else [
+            candidates = self.backend.search(flt, fp.turn_vector, self.config.top_k)
+            continued = [] if session is None else [
                 e for e in self.backend.find(tenant=tenant, session_id=session,
                                            conversation_hash=fp.signature.history_hash)
                 if flt.admits(e) or e.state is EntryState.PENDING and e.version_key == flt.version_key
             ]
+            # Entries of a persistent store may read their fields on first use (SqliteStore).
+            decision = self.decider.weigh(fp, candidates, continued)
         except StoreError as exc:
             log.error("smartcache store failed during lookup, serving from the engine: %s", exc)
             self._count("store_errors")
-            return self._counted(Decision(Zone.MISS, (Reason("store_error", str(exc)),), cacheable=False))
-        try:
-            # Entries of a persistent store may read their fields on first use (SqliteStore).
-            decision = self.decider.decide(fp, candidates, continued)
-        except StoreError as exc:
-            log.error("smartcache store failed while deciding, serving from the engine: %s", exc)
-            self._count("store_errors")
-            return self._counted(Decision(Zone.MISS, (Reason("store_error", str(exc)),), cacheable=False))
+            return Decision(Zone.MISS, (Reason(ReasonCode.STORE_ERROR, str(exc)),), cacheable=False)
         try:
             if decision.zone is Zone.HIT and decision.entry is not None:
                 self.lifecycle.record_hit(decision.entry.cache_id)
-            if decision.has_reason("validation_failed") and decision.entry is not None:
+            if decision.has_reason(ReasonCode.VALIDATION_FAILED) and decision.entry is not None:
                 self.lifecycle.penalise(decision.entry.cache_id)
         except StoreError as exc:       # a lost hit count or penalty, never a lost answer
             log.warning("smartcache store failed after a lookup: %s", exc)
             self._count("store_errors")
-        return self._counted(decision)
+        return decision
 
-    def store(self, messages: Any, answer: str, *, session: str | None = None, tenant: str = "default",
-              versions: Mapping[str, object] | None = None, scope: str = "session", ttl: float | None = None,
-              prompt_tokens: int = 0) -> StoreResult:
-        """Write the answer given to ``messages`` as a PENDING entry (not servable until promoted).
+    def store(self, request: Lookup | CacheRequest | Any, answer: str, *, session: str | None = None,
+              tenant: str | None = None, versions: Mapping[str, object] | None = None, scope: str = "session",
+              ttl: float | None = None, prompt_tokens: int = 0) -> StoreResult:
+        """Write the answer given to a request as a PENDING entry (not servable until promoted).
 
-        Call it only once the answer is complete. Refuses (``stored=False``) what must
-        never be cached: time-sensitive or high-risk requests, empty answers, tool calls.
+        ``request`` is what ``lookup`` returned (or ``prepare``), which carries its session,
+        tenant and versions; or the messages themselves, with those given here. Call it only
+        once the answer is complete. Refuses (``stored=False``) what must never be cached:
+        time-sensitive or high-risk requests, empty answers, tool calls.
         """
-        session = _check_id(session, "session", required=False)
-        tenant = _check_id(tenant, "tenant", required=True)  # type: ignore[assignment]
+        if isinstance(request, Lookup):
+            request = request.request
+        if isinstance(request, CacheRequest):
+            if session is not None or tenant is not None or versions is not None:
+                raise InvalidRequest("session, tenant and versions come with the lookup; do not pass them again")
+        else:
+            request = self.prepare(request, session=session, tenant="default" if tenant is None else tenant,
+                                   versions=versions)
         if not isinstance(answer, str):
             raise InvalidRequest("answer must be a string")
         try:
             scope_value = Scope(scope)
         except ValueError:
             raise InvalidRequest(f"scope must be 'session' or 'global', got {scope!r}") from None
-        if scope_value is Scope.SESSION and session is None:
+        if scope_value is Scope.SESSION and request.session is None:
             raise InvalidRequest("a session-scoped entry needs a session id")
         if ttl is not None and (not isinstance(ttl, (int, float)) or not ttl > 0):     # not > 0: NaN too
             raise InvalidRequest("ttl must be a positive number of seconds")
@@ -195,25 +231,35 @@ class SmartCache:
             prompt_tokens = -1
         if prompt_tokens < 0:
             raise InvalidRequest("prompt_tokens must be a non-negative integer")
-        conv = parse_messages(messages)
-        fp, version = self.fingerprint(messages, versions=versions)
-        refusal = self._refusal(fp, answer, conv.has_tool_calls)
-        if refusal:
+        refusal = _refusal(request, answer)
+        if refusal is not None:
             self._count("store_refusals")
             return StoreResult(False, None, None, refusal)
-        now = self.clock()
-        entry = Entry(
+        try:
+            entry = self._entry(request, answer, scope_value, ttl, prompt_tokens)
+            self.lifecycle.admit(entry)
+        except StoreError as exc:
+            log.error("smartcache store failed during write, answer not cached: %s", exc)
+            self._count("store_errors")
+            return StoreResult(False, None, None, ReasonCode.STORE_ERROR, str(exc))
+        self._count("stores")
+        return StoreResult(True, entry.cache_id, entry.state, None, "written as pending")
+
+    def _entry(self, request: CacheRequest, answer: str, scope: Scope, ttl: float | None,
+               prompt_tokens: int) -> Entry:
+        fp, digest, now = request.fingerprint, request.version.digest(), self.clock()
+        return Entry(
             cache_id=EntryId(uuid.uuid4().hex),
-            scope=scope_value,
-            tenant=tenant,
-            session_id=session or "",
-            version_key=version.digest(),
-            context_fingerprint=fp.context_key(version.digest()),
+            scope=scope,
+            tenant=request.tenant,
+            session_id=request.session or "",
+            version_key=digest,
+            context_fingerprint=fp.context_key(digest),
             signature=fp.signature,
             turn_vector=fp.turn_vector,
             context_vector=fp.context_vector,
             prefix_hash=fp.signature.history_hash,
-            conversation_hash=conv.conversation_hash(answer),
+            conversation_hash=request.conversation.conversation_hash(answer),
             answer=Answer(answer, key_facts(answer)),
             state=EntryState.PENDING,
             created_at=now,
@@ -221,26 +267,6 @@ class SmartCache:
             domain=fp.signature.domain,
             prompt_tokens=int(prompt_tokens),
         )
-        try:
-            self.lifecycle.admit(entry)
-        except StoreError as exc:
-            log.error("smartcache store failed during write, answer not cached: %s", exc)
-            self._count("store_errors")
-            return StoreResult(False, None, None, f"store_error: {exc}")
-        self._count("stores")
-        return StoreResult(True, entry.cache_id, entry.state, "written as pending")
-
-    def _refusal(self, fp: Fingerprint, answer: str, tool_calls: bool) -> str | None:
-        if not answer.strip():
-            return "empty_answer"
-        if tool_calls:
-            return "tool_calls"
-        gate = self.decider.gate(fp)
-        if gate is not None and not gate.cacheable:
-            return gate.reason.code
-        if ChangeFlag.CORRECTION in fp.signature.flags and not fp.signature.has_context:
-            return "correction"
-        return None
 
     # -- lifecycle and admin ----------------------------------------------------------
 

@@ -16,6 +16,7 @@ import numpy as np
 from smartcache.decide.decision import Decision, Reason, Scores, Zone
 from smartcache.decide.evidence import Evidence, gather
 from smartcache.decide.match import ALL_RULES, MODIFY, Switches, judge
+from smartcache.decide.rules import ReasonCode as R
 from smartcache.decide.thresholds import Thresholds, ThresholdTable
 from smartcache.decide.verifier import MODIFY as P_MODIFY, SAME as P_SAME, TreeVerifier
 from smartcache.decide.validate import check_answer, constraints_of
@@ -26,11 +27,17 @@ from smartcache.store import Entry, EntryState, Scope, ScoredEntry
 
 @dataclass(frozen=True)
 class Gate:
-    """A verdict reached before any candidate is scored."""
+    """A verdict reached before any candidate is scored. ``cacheable``: whether the answer
+    to this request may be written; ``ends_session``: the session's earlier answers no
+    longer stand (a reset or a correction), so the cache must invalidate them."""
 
     zone: Zone
     reason: Reason
     cacheable: bool
+    ends_session: bool = False
+
+    def decision(self) -> Decision:
+        return Decision(self.zone, (self.reason,), cacheable=self.cacheable)
 
 
 WEIGHED = 4   # candidates the verifier weighs per request (the store's top-k is wider)
@@ -59,20 +66,24 @@ class Decider:
         self.verifier = verifier
 
     def gate(self, fp: Fingerprint) -> Gate | None:
-        """Settle requests that must not be served from cache whatever the candidates."""
+        """Settle requests that must not be served from cache whatever the candidates.
+        This is the one place that says what a reset or a correction means."""
         flags = fp.signature.flags
         if fp.time_sensitive:
-            return Gate(Zone.MISS, Reason("time_sensitive", "the answer depends on the current time"), False)
+            return Gate(Zone.MISS, Reason(R.TIME_SENSITIVE, "the answer depends on the current time"), False)
         if fp.view.oversized:
-            return Gate(Zone.MISS, Reason("turn_too_long", "the turn is longer than the rules compare"), False)
+            return Gate(Zone.MISS, Reason(R.TURN_TOO_LONG, "the turn is longer than the rules compare"), False)
         if fp.signature.domain in self.disabled_domains:
-            return Gate(Zone.MISS, Reason("domain_disabled", f"caching is off for {fp.signature.domain!r}"), False)
+            return Gate(Zone.MISS, Reason(R.DOMAIN_DISABLED, f"caching is off for {fp.signature.domain!r}"), False)
         if not self.switches.change_detection:
             return None
         if ChangeFlag.RESET in flags:
-            return Gate(Zone.MISS, Reason("reset", "the user restarts the conversation"), True)
+            return Gate(Zone.MISS, Reason(R.RESET, "the user restarts the conversation"), True, ends_session=True)
         if ChangeFlag.CORRECTION in flags:
-            return Gate(Zone.MISS, Reason("correction", "the user corrects an earlier answer"), True)
+            # Its answer may be cached only with the history it corrects: a bare "不对，改走 B 方案"
+            # means nothing on its own.
+            return Gate(Zone.MISS, Reason(R.CORRECTION, "the user corrects an earlier answer"),
+                        fp.signature.has_context, ends_session=True)
         return None
 
     def decide(self, fp: Fingerprint, candidates: Sequence[ScoredEntry],
@@ -80,13 +91,16 @@ class Decider:
         """``candidates``: the pre-filtered vector top-k; ``continued``: entries whose whole
         conversation is this request's history (the previous turn, if cached)."""
         gate = self.gate(fp)
-        if gate is not None:
-            return Decision(gate.zone, (gate.reason,), cacheable=gate.cacheable)
+        return gate.decision() if gate is not None else self.weigh(fp, candidates, continued)
+
+    def weigh(self, fp: Fingerprint, candidates: Sequence[ScoredEntry],
+              continued: Sequence[Entry] = ()) -> Decision:
+        """``decide`` for a request the gate let through (the caller ran ``gate`` already)."""
         reasons: list[Reason] = []
         if fp.topic_switch and self.switches.change_detection:
             # The history no longer applies: only context-free (global) entries stay in play.
             candidates = [c for c in candidates if c.entry.scope is Scope.GLOBAL]
-            reasons.append(Reason("topic_switch", "the turn leaves the conversation's topic"))
+            reasons.append(Reason(R.TOPIC_SWITCH, "the turn leaves the conversation's topic"))
             continued = ()
         limits = self.table.for_domain(fp.signature.domain, tier_of(fp.signature.domain))
         if self.verifier is not None:
@@ -105,7 +119,7 @@ class Decider:
                                 candidates=len(candidates))
             # The answer's facts contradict this request: the history still holds, the answer does not.
             return Decision(Zone.HALF_HIT, tuple(reasons) + verdict.reasons + tuple(
-                Reason("validation_failed", p, entry.cache_id) for p in problems), entry,
+                Reason(R.VALIDATION_FAILED, p, entry.cache_id) for p in problems), entry,
                 Scores(verdict.turn, verdict.context), candidates=len(candidates))
 
         half = next(((e, v) for e, v in judged if v.zone is Zone.HALF_HIT), None)
@@ -122,7 +136,7 @@ class Decider:
             entry, verdict = judged[0]
             return Decision(Zone.MISS, tuple(reasons) + verdict.reasons, None,
                             Scores(verdict.turn, verdict.context), candidates=len(candidates))
-        return Decision(Zone.MISS, tuple(reasons) + (Reason("no_candidate", "nothing cached in this scope"),),
+        return Decision(Zone.MISS, tuple(reasons) + (Reason(R.NO_CANDIDATE, "nothing cached in this scope"),),
                         candidates=0)
 
     def evidence(self, fp: Fingerprint, candidates: Sequence[ScoredEntry], limits: Thresholds
@@ -154,7 +168,7 @@ class Decider:
             e, p = open_[i], float(probs[i, P_SAME])
             if p < needed:
                 break
-            why = (Reason("semantic_match", f"verifier p(same) {p:.3f} >= {needed:.3f}; turn cosine "
+            why = (Reason(R.SEMANTIC_MATCH, f"verifier p(same) {p:.3f} >= {needed:.3f}; turn cosine "
                                             f"{e.turn:.3f}", e.entry.cache_id),) + e.signals
             problems = self._validate(fp, e.entry)
             if not problems:
@@ -162,14 +176,14 @@ class Decider:
                                 verify=e.entry.state is EntryState.SUSPECT, candidates=n)
             # The answer's facts contradict this request: the history still holds, the answer does not.
             return Decision(Zone.HALF_HIT, tuple(reasons) + why + tuple(
-                Reason("validation_failed", p, e.entry.cache_id) for p in problems), e.entry, scores(e), candidates=n)
+                Reason(R.VALIDATION_FAILED, p, e.entry.cache_id) for p in problems), e.entry, scores(e), candidates=n)
 
         modifying = [e for e in found if e.veto is not None and e.veto_zone is Zone.HALF_HIT]
         modifying += [open_[i] for i in ranked if probs[i].argmax() == P_MODIFY]
         if modifying:
             e = modifying[0]
             why = e.veto if e.veto is not None else Reason(
-                "constraint_change", f"verifier p(modify) {float(probs[open_.index(e), P_MODIFY]):.3f}",
+                R.CONSTRAINT_CHANGE, f"verifier p(modify) {float(probs[open_.index(e), P_MODIFY]):.3f}",
                 e.entry.cache_id)
             return Decision(Zone.HALF_HIT, tuple(reasons) + (why,) + e.signals, e.entry, scores(e), candidates=n)
         follow_up = self._continuation(fp, continued) if self.switches.change_detection else None
@@ -179,7 +193,7 @@ class Decider:
         if ranked:
             e, p = open_[ranked[0]], float(probs[ranked[0], P_SAME])
             return Decision(Zone.MISS, tuple(reasons) + (Reason(
-                "similar_not_same", f"verifier p(same) {p:.3f} < {needed:.3f}; turn cosine {e.turn:.3f}",
+                R.SIMILAR_NOT_SAME, f"verifier p(same) {p:.3f} < {needed:.3f}; turn cosine {e.turn:.3f}",
                 e.entry.cache_id),) + e.signals, None, scores(e), candidates=n)
         vetoed = [e for e in found if e.veto is not None]
         if vetoed:
@@ -188,9 +202,9 @@ class Decider:
         if below:
             c = below[0]
             return Decision(Zone.MISS, tuple(reasons) + (Reason(
-                "low_similarity", f"turn cosine {c.similarity:.3f} < {limits.half_hit}", c.entry.cache_id),),
+                R.LOW_SIMILARITY, f"turn cosine {c.similarity:.3f} < {limits.half_hit}", c.entry.cache_id),),
                 None, Scores(c.similarity, None), candidates=n)
-        return Decision(Zone.MISS, tuple(reasons) + (Reason("no_candidate", "nothing cached in this scope"),),
+        return Decision(Zone.MISS, tuple(reasons) + (Reason(R.NO_CANDIDATE, "nothing cached in this scope"),),
                         candidates=0)
 
     def _continuation(self, fp: Fingerprint, continued: Sequence[Entry]) -> tuple[Entry, Reason] | None:
@@ -203,10 +217,10 @@ class Decider:
         changed_entities = set(probe.entities) - set(entry.signature.entities) - probe.context_entities
         if probe.flags & MODIFY:
             flags = sorted(f.value for f in probe.flags & MODIFY)
-            return entry, Reason("constraint_change", f"follow-up modifies the previous request: {flags}",
+            return entry, Reason(R.CONSTRAINT_CHANGE, f"follow-up modifies the previous request: {flags}",
                                  entry.cache_id)
         if changed_entities and probe.negations == 0 and len(probe.text) <= 40:
-            return entry, Reason("constraint_change", f"follow-up sets {sorted(changed_entities)}", entry.cache_id)
+            return entry, Reason(R.CONSTRAINT_CHANGE, f"follow-up sets {sorted(changed_entities)}", entry.cache_id)
         return None
 
     def _validate(self, fp: Fingerprint, entry: Entry) -> list[str]:

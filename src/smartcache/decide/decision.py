@@ -1,7 +1,7 @@
 """The Decision value: a zone, the entry it refers to, the scores, and every reason.
 
-Reasons are typed (a code a test or a metric can match, plus a human detail),
-so every hit — and every refusal — can be explained.
+Reasons are typed (a ``ReasonCode`` a test, a metric or the caller can match, plus
+a human detail), so every hit — and every refusal — can be explained.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from smartcache.decide.rules import ReasonCode
 from smartcache.store import Entry
 
 
@@ -20,11 +21,15 @@ class Zone(str, enum.Enum):
 
 @dataclass(frozen=True)
 class Reason:
-    """One rule that fired: ``code`` is stable (tests and metrics use it), ``detail`` is for people."""
+    """One rule that fired: ``code`` is stable (tests and metrics use it), ``detail`` is for people.
+    A code given as a string must be a registered one (ValueError otherwise)."""
 
-    code: str
+    code: ReasonCode
     detail: str = ""
     entry_id: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "code", ReasonCode(self.code))
 
     def __str__(self) -> str:
         where = f" [{self.entry_id}]" if self.entry_id else ""
@@ -59,8 +64,10 @@ class Decision:
     def answer(self) -> str | None:
         return self.entry.answer.text if self.entry is not None and self.zone is Zone.HIT else None
 
-    def has_reason(self, code: str) -> bool:
-        return any(r.code == code for r in self.reasons)
+    def has_reason(self, code: ReasonCode | str) -> bool:
+        """Whether a reason of ``code`` is among the reasons (a string must be a registered code)."""
+        wanted = ReasonCode(code)
+        return any(r.code is wanted for r in self.reasons)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -68,7 +75,7 @@ class Decision:
             "entry": self.entry.cache_id if self.entry is not None else None,
             "answer": self.answer,
             "scores": {"turn": self.scores.turn, "context": self.scores.context},
-            "reasons": [{"code": r.code, "detail": r.detail, "entry": r.entry_id} for r in self.reasons],
+            "reasons": [{"code": r.code.value, "detail": r.detail, "entry": r.entry_id} for r in self.reasons],
             "cacheable": self.cacheable,
             "verify": self.verify,
             "candidates": self.candidates,

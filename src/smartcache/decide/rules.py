@@ -1,22 +1,89 @@
-"""The registry of reason codes: every code a decision can carry, with its rule family.
+"""The registry of reason codes: every code a decision or a store refusal can carry.
 
-A ``Reason.code`` names the rule that spoke; its family groups rules that read the
-same thing, so an evaluation can say which family decided a case and ablate a whole
-family at once. Which codes veto outright is ``evidence.HARD_VETOES``; this table
-only names and groups them.
+A ``Reason.code`` is a ``ReasonCode``: it names the rule that spoke, and its family
+groups rules that read the same thing, so an evaluation can say which family decided a
+case and ablate a whole family at once. Code that acts on a reason compares members
+(``code is ReasonCode.CORRECTION``), never strings; a ``Reason`` made from a string is
+checked against this registry, so a misspelt code fails where it is made. Which codes
+veto outright is ``evidence.HARD_VETOES``; this table only names and groups them.
 
-    >>> RULES["opposite_actions"].family, family_of("semantic_match")
+    >>> ReasonCode.OPPOSITE_ACTIONS.family, family_of("semantic_match")
     ('veto', 'verifier')
-    >>> sorted(codes_of("gate"))[:3]
+    >>> sorted(map(str, codes_of("gate")))[:3]
     ['correction', 'domain_disabled', 'no_candidate']
+    >>> ReasonCode("reset") is ReasonCode.RESET, str(ReasonCode.RESET)
+    (True, 'reset')
 """
 
 from __future__ import annotations
 
+import enum
 from typing import NamedTuple
 
 FAMILIES = ("gate", "veto", "context", "entities", "skeleton", "change", "lexical", "validation", "verifier",
-            "similarity")
+            "similarity", "store")
+
+
+class ReasonCode(enum.StrEnum):
+    """A reason code; its value is the stable string tests, metrics and headers show."""
+
+    family: str
+    description: str
+
+    def __new__(cls, value: str, family: str, description: str) -> ReasonCode:
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.family = family
+        member.description = description
+        return member
+
+    # gate: decided before any candidate is weighed
+    TIME_SENSITIVE = "time_sensitive", "gate", "the answer depends on the current time; never served from cache"
+    DOMAIN_DISABLED = "domain_disabled", "gate", "caching is turned off for the request's domain"
+    TURN_TOO_LONG = "turn_too_long", "gate", "the turn is longer than context.max_turn_chars; never served or stored"
+    RESET = "reset", "gate", "the user restarts the conversation"
+    CORRECTION = "correction", "gate", "the user corrects an earlier answer"
+    NO_CANDIDATE = "no_candidate", "gate", "nothing is cached in the request's scope"
+    STORE_ERROR = "store_error", "gate", "the store failed; the cache fails open to the engine"
+    # veto: near-certain signals, shown on public minimal pairs
+    QUANTITY_CHANGE = "quantity_change", "veto", "a normalised number, amount, date or time was replaced by another"
+    INTENT_REVERSAL = "intent_reversal", "veto", "one request negates or reverses what the other asks"
+    OPPOSITE_ACTIONS = "opposite_actions", "veto", "the requests ask for opposite actions (enable / disable)"
+    DIRECTION_REVERSED = "direction_reversed", "veto", "the same two places the other way round (from / to)"
+    # context: the history, scored apart from the turn
+    CONTEXT_DEPENDENT = "context_dependent", "context", "a global entry cannot answer a turn that refers back"
+    CONTEXT_MISMATCH = "context_mismatch", "context", "only one request has a history, or the histories are far apart"
+    CONTEXT_ENTITIES = "context_entities", "context", "the histories name different things"
+    CONTEXT_CHANGED = "context_changed", "context", "a prior turn was edited"
+    TOPIC_SWITCH = "topic_switch", "context", "the turn leaves the conversation's topic"
+    # entities: what the turn is about
+    ENTITY_CHANGE = "entity_change", "entities", "an entity of the cached request was replaced by another"
+    ADDED_CONSTRAINT = "added_constraint", "entities", "the request adds an entity the cached one lacks"
+    DROPPED_CONSTRAINT = "dropped_constraint", "entities", "the request drops an entity the cached one has"
+    ENTITY_ORDER = "entity_order", "entities", "the same entities in another order (from / to, A vs B)"
+    # skeleton: what kind of task is asked
+    TASK_SKELETON = "task_skeleton", "skeleton", "another question type ('why' is not 'how much')"
+    TASK_ACTION = "task_action", "skeleton", "another action class (deploy / debug, return / exchange)"
+    DEFINED_TERM = "defined_term", "skeleton", "asks the meaning of another term"
+    # change: negation and change markers of the turn
+    NEGATION_PARITY = "negation_parity", "change", "one request holds a negation the other does not"
+    NEGATED = "negated", "change", "one request says 不 / 没 where the other does not"
+    CHANGE_DETECTED = "change_detected", "change", "the turn adds, removes or replaces a condition"
+    CONSTRAINT_CHANGE = "constraint_change", "change", "a follow-up modifies the previous request (half-hit)"
+    # lexical: the two texts diffed word by word
+    NOUN_CHANGE = "noun_change", "lexical", "the subject noun was swapped for another"
+    OPPOSITE_WORDS = "opposite_words", "lexical", "a word was replaced by its opposite"
+    ROLES_SWAPPED = "roles_swapped", "lexical", "two words trade places ('A borrowed from B' / 'B from A')"
+    RELATED_BUT_DIFFERENT = "related_but_different", "lexical", "a one-slot edit makes another task"
+    # validation: the cached answer's key facts against the request
+    VALIDATION_FAILED = "validation_failed", "validation", "a key fact of the cached answer contradicts the request"
+    # verifier / similarity: the learned verifier, or the turn cosine where it is off
+    SEMANTIC_MATCH = "semantic_match", "verifier", "the candidate is the same request: served"
+    SIMILAR_NOT_SAME = "similar_not_same", "verifier", "close, but not close enough to serve"
+    LOW_SIMILARITY = "low_similarity", "similarity", "the turn cosine is below the half-hit threshold"
+    # store: why an answer is not written (besides a gate's code)
+    EMPTY_ANSWER = "empty_answer", "store", "the answer is empty or blank"
+    TOOL_CALLS = "tool_calls", "store", "the conversation holds tool calls, whose answers depend on the tools' results"
 
 
 class Rule(NamedTuple):
@@ -25,54 +92,7 @@ class Rule(NamedTuple):
     description: str
 
 
-_TABLE: tuple[tuple[str, str, str], ...] = (
-    # gate: decided before any candidate is weighed
-    ("time_sensitive", "gate", "the answer depends on the current time; never served from cache"),
-    ("domain_disabled", "gate", "caching is turned off for the request's domain"),
-    ("turn_too_long", "gate", "the turn is longer than context.max_turn_chars; never served or stored"),
-    ("reset", "gate", "the user restarts the conversation"),
-    ("correction", "gate", "the user corrects an earlier answer"),
-    ("no_candidate", "gate", "nothing is cached in the request's scope"),
-    ("store_error", "gate", "the store failed; the cache fails open to the engine"),
-    # veto: near-certain signals, shown on public minimal pairs
-    ("quantity_change", "veto", "a normalised number, amount, date or time was replaced by another"),
-    ("intent_reversal", "veto", "one request negates or reverses what the other asks"),
-    ("opposite_actions", "veto", "the requests ask for opposite actions (enable / disable)"),
-    ("direction_reversed", "veto", "the same two places the other way round (from / to)"),
-    # context: the history, scored apart from the turn
-    ("context_dependent", "context", "a global entry cannot answer a turn that refers back"),
-    ("context_mismatch", "context", "only one request has a history, or the histories are far apart"),
-    ("context_entities", "context", "the histories name different things"),
-    ("context_changed", "context", "a prior turn was edited"),
-    ("topic_switch", "context", "the turn leaves the conversation's topic"),
-    # entities: what the turn is about
-    ("entity_change", "entities", "an entity of the cached request was replaced by another"),
-    ("added_constraint", "entities", "the request adds an entity the cached one lacks"),
-    ("dropped_constraint", "entities", "the request drops an entity the cached one has"),
-    ("entity_order", "entities", "the same entities in another order (from / to, A vs B)"),
-    # skeleton: what kind of task is asked
-    ("task_skeleton", "skeleton", "another question type ('why' is not 'how much')"),
-    ("task_action", "skeleton", "another action class (deploy / debug, return / exchange)"),
-    ("defined_term", "skeleton", "asks the meaning of another term"),
-    # change: negation and change markers of the turn
-    ("negation_parity", "change", "one request holds a negation the other does not"),
-    ("negated", "change", "one request says 不 / 没 where the other does not"),
-    ("change_detected", "change", "the turn adds, removes or replaces a condition"),
-    ("constraint_change", "change", "a follow-up modifies the previous request (half-hit)"),
-    # lexical: the two texts diffed word by word
-    ("noun_change", "lexical", "the subject noun was swapped for another"),
-    ("opposite_words", "lexical", "a word was replaced by its opposite"),
-    ("roles_swapped", "lexical", "two words trade places ('A borrowed from B' / 'B from A')"),
-    ("related_but_different", "lexical", "a one-slot edit makes another task"),
-    # validation: the cached answer's key facts against the request
-    ("validation_failed", "validation", "a key fact of the cached answer contradicts the request"),
-    # verifier / similarity: the learned verifier, or the turn cosine where it is off
-    ("semantic_match", "verifier", "the candidate is the same request: served"),
-    ("similar_not_same", "verifier", "close, but not close enough to serve"),
-    ("low_similarity", "similarity", "the turn cosine is below the half-hit threshold"),
-)
-
-RULES: dict[str, Rule] = {code: Rule(code, family, description) for code, family, description in _TABLE}
+RULES: dict[str, Rule] = {code.value: Rule(code.value, code.family, code.description) for code in ReasonCode}
 
 
 def family_of(code: str) -> str:
@@ -80,5 +100,5 @@ def family_of(code: str) -> str:
     return RULES[code].family
 
 
-def codes_of(family: str) -> frozenset[str]:
-    return frozenset(code for code, rule in RULES.items() if rule.family == family)
+def codes_of(family: str) -> frozenset[ReasonCode]:
+    return frozenset(code for code in ReasonCode if code.family == family)

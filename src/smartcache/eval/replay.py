@@ -151,8 +151,7 @@ def replay(cache: SmartCache, sessions: Iterable[Session], count_tokens: Callabl
                 reply = session.messages[at + 1] if at + 1 < len(session.messages) else None
                 if reply is not None and reply.get("role") == "assistant" and decision.cacheable:
                     try:
-                        result = cache.store(request, str(reply.get("content", "")), session=session.session,
-                                             scope=session.scope)
+                        result = cache.store(decision, str(reply.get("content", "")), scope=session.scope)
                     except SmartCacheError:
                         continue
                     if result.stored:
@@ -197,6 +196,6 @@ def warmup(cache: SmartCache, sessions: Sequence[Session], *, min_count: int = 2
             cache.promote(result.cache_id, to_global=to_global)
             written += 1
         else:
-            refused[result.reason] += 1
+            refused[str(result.reason)] += 1
     return {"scenarios": len(seen), "recurring": sum(1 for s in seen.values() if len(s["sessions"]) >= min_count),
             "written": written, "refused": dict(refused)}

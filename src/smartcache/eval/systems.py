@@ -19,7 +19,7 @@ import numpy as np
 
 from smartcache.cache import SmartCache
 from smartcache.context import parse_messages
-from smartcache.decide import Zone
+from smartcache.decide import ReasonCode, Zone
 from smartcache.eval.cases import Case, CachedItem
 
 
@@ -72,9 +72,9 @@ def _deciding(decision) -> str:
     ``similar_not_same`` / ``constraint_change``), or the similarity floor. A topic switch
     comes first only when it left nothing to judge."""
     codes = [r.code for r in decision.reasons]
-    if codes and codes[0] == "topic_switch" and len(codes) > 1:
-        return codes[1]
-    return codes[0] if codes else ""
+    if codes and codes[0] is ReasonCode.TOPIC_SWITCH and len(codes) > 1:
+        return codes[1].value
+    return codes[0].value if codes else ""
 
 
 class ExactPrefixSystem:

@@ -25,7 +25,7 @@ from typing import AsyncIterator
 import anyio
 
 from smartcache.cache import SmartCache
-from smartcache.decide import Zone
+from smartcache.decide import ReasonCode, Zone
 from smartcache.engine import EngineError, EngineRequest, Finished, TextDelta, Usage
 from smartcache.errors import InvalidRequest, SmartCacheError
 from smartcache.gateway import openai_format as wire
@@ -38,7 +38,7 @@ from smartcache.gateway.schema import ChatCompletionRequest
 from smartcache.gateway.shadow import ShadowVerifier
 from smartcache.gateway.settings import GatewaySettings
 from smartcache.gateway.telemetry import DecisionRecord, Telemetry
-from smartcache.gateway.turn import Outcome, Turn
+from smartcache.gateway.turn import Bypass, Outcome, Turn
 
 # Re-exported: they lived here before the split.
 __all__ = ["ChatService", "DecisionRecord", "GatewaySettings", "Outcome", "ToolCalls", "dock_history"]
@@ -77,7 +77,7 @@ class ChatService:
         if bypass:
             turn.status = "bypass"
             turn.reasons.append(bypass)
-            turn.cacheable = bypass == "no-cache" and not controls.no_store
+            turn.cacheable = bypass is Bypass.NO_CACHE and not controls.no_store
         elif not regenerate:
             began = time.perf_counter()
             decision = await asyncio.to_thread(self.cache.lookup, turn.messages, session=controls.session,
@@ -88,7 +88,7 @@ class ChatService:
             turn.status = STATUS_OF_ZONE[decision.zone]
             turn.cacheable = decision.cacheable and not controls.no_store
             turn.reasons.extend(r.code for r in decision.reasons)
-            if decision.has_reason("correction"):
+            if decision.has_reason(ReasonCode.CORRECTION):     # the hit just served was wrong
                 await asyncio.to_thread(self.feedback.on_correction, controls)
             if decision.zone is Zone.HIT and decision.entry is not None:
                 return await self._serve_hit(turn)
@@ -96,7 +96,7 @@ class ChatService:
             turn.cacheable = not controls.no_store
         return await self._forward(turn)
 
-    def _prepare(self, turn: Turn) -> tuple[str | None, bool]:
+    def _prepare(self, turn: Turn) -> tuple[Bypass | None, bool]:
         """The store work before a lookup (a worker thread runs it): the version key, the
         docked history, and whether this repeats the session's last request. Returns the
         bypass reason (or None) and whether the request is a regenerate."""
@@ -107,7 +107,7 @@ class ChatService:
             # Without the version generation a stale answer could pass: no lookup, no write.
             log.warning("smartcache: store unavailable, passing the request through: %s", exc)
             turn.messages = req.messages
-            return "store_unavailable", False
+            return Bypass.STORE_UNAVAILABLE, False
         turn.messages, turn.docked = dock_on_session(self.cache, req.messages, controls.tenant, controls.session)
         # Repeats count only within a known session: anonymous users asking the same FAQ
         # are different people, not one user rejecting an answer.
@@ -117,15 +117,15 @@ class ChatService:
             self.feedback.on_regenerate(turn.key)
         return self._bypass_reason(req, controls), regenerate
 
-    def _bypass_reason(self, req: ChatCompletionRequest, controls: RequestControls) -> str | None:
+    def _bypass_reason(self, req: ChatCompletionRequest, controls: RequestControls) -> Bypass | None:
         if not self.settings.cache_enabled:
-            return "cache_disabled"
+            return Bypass.CACHE_DISABLED
         if req.uses_tools:
-            return "tools"
+            return Bypass.TOOLS
         if req.messages[-1].get("role") != "user":
-            return "last_turn_not_user"
+            return Bypass.LAST_TURN_NOT_USER
         if controls.no_cache:
-            return "no-cache"
+            return Bypass.NO_CACHE
         return None
 
     # -- hits ---------------------------------------------------------------------------
@@ -251,15 +251,17 @@ class ChatService:
             outcome = "no_session"
         else:
             try:
-                result = self.cache.store(turn.messages, answer, session=controls.session, tenant=controls.tenant,
-                                          versions=turn.versions, ttl=controls.ttl,
-                                          prompt_tokens=final.usage.prompt_tokens)
+                # The lookup's reading of the request is written as it is; a request that was
+                # not looked up (regenerate, no-cache) is read here.
+                request = turn.decision.request if turn.decision is not None else self.cache.prepare(
+                    turn.messages, session=controls.session, tenant=controls.tenant, versions=turn.versions)
+                result = self.cache.store(request, answer, ttl=controls.ttl, prompt_tokens=final.usage.prompt_tokens)
             except InvalidRequest:
                 result = None
             if result is not None and result.stored:
                 entry_id = result.cache_id
             else:
-                outcome = "store_error" if result and result.reason.startswith("store_error") else "refused"
+                outcome = "store_error" if result and result.reason is ReasonCode.STORE_ERROR else "refused"
         self.feedback.answered(turn.key, Answered(time.time(), entry_id, False))
         return outcome
 

@@ -8,15 +8,26 @@ dashboard lists; ``Outcome`` is what the app sends back (a body or a stream).
 
 from __future__ import annotations
 
+import enum
 import time
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator
 
-from smartcache.decide import Decision
 from smartcache.engine import EngineRequest, GenerationParams
 from smartcache.gateway.controls import RequestControls
 from smartcache.gateway.schema import ChatCompletionRequest
 from smartcache.gateway.telemetry import DecisionRecord
+from smartcache.lookup import Lookup
+
+
+class Bypass(enum.StrEnum):
+    """Why a request skips the lookup; the value is what ``x-smartcache-reason`` shows."""
+
+    CACHE_DISABLED = "cache_disabled"        # the gateway runs with the cache off
+    TOOLS = "tools"                          # the answer depends on tool results
+    LAST_TURN_NOT_USER = "last_turn_not_user"
+    NO_CACHE = "no-cache"                    # the client asked; its answer may still be stored
+    STORE_UNAVAILABLE = "store_unavailable"  # without the version generation a stale answer could pass
 
 
 @dataclass
@@ -37,7 +48,7 @@ class Turn:
     key: str
     started: float
     status: str = "miss"
-    decision: Decision | None = None
+    decision: Lookup | None = None
     cacheable: bool = True
     reasons: list[str] = field(default_factory=list)
     docked: int = 0

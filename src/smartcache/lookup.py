@@ -1,0 +1,49 @@
+"""A request read once: what ``SmartCache.lookup`` returns and ``SmartCache.store`` takes.
+
+``lookup`` parses, fingerprints and gates a request once. The ``Lookup`` it returns
+is its ``Decision`` together with that reading (a ``CacheRequest``), and handing it to
+``store`` writes the answer without reading the request again::
+
+    found = cache.lookup(messages, session="s1")
+    if found.zone is not Zone.HIT:
+        cache.store(found, engine_answer(messages))     # same messages, session, tenant, versions
+
+A ``CacheRequest`` alone (``SmartCache.prepare``) serves a caller that stores an answer
+it never looked up (a regenerate, a ``no-cache`` request).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+from smartcache.context import Conversation
+from smartcache.decide import Decision, Gate
+from smartcache.fingerprint import Fingerprint
+from smartcache.store import VersionKey
+
+
+@dataclass(frozen=True)
+class CacheRequest:
+    """One request as the cache read it: who asks, the parsed conversation, its fingerprint,
+    its version key, and the gate's verdict (None: the candidates decide)."""
+
+    tenant: str
+    session: str | None
+    conversation: Conversation
+    fingerprint: Fingerprint
+    version: VersionKey
+    gate: Gate | None
+
+
+@dataclass(frozen=True)
+class Lookup(Decision):
+    """A ``Decision`` with the request it was made for; it reads as its decision."""
+
+    request: CacheRequest = field(kw_only=True, repr=False, compare=False)
+
+    @classmethod
+    def of(cls, decision: Decision, request: CacheRequest) -> Lookup:
+        return cls(**{f.name: getattr(decision, f.name) for f in fields(Decision)}, request=request)
+
+
+__all__ = ["CacheRequest", "Lookup"]
