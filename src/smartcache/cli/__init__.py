@@ -511,6 +511,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         _print_human(result)
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())
