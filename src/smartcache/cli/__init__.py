@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from smartcache.cache import SmartCache
+from smartcache.cli.console import fail, progress_bar
+from smartcache.cli.store_options import store_overrides
 from smartcache.config import AuthConfig, load_config
 from smartcache.errors import SmartCacheError
 from smartcache.paths import shared_data
@@ -72,20 +74,16 @@ def _eval(args: argparse.Namespace) -> int:
     names = [n.strip() for n in args.systems.split(",") if n.strip()]
     unknown = set(names) - set(ev.SYSTEM_NAMES)
     if unknown or not names:
-        print(f"smartcache: error: unknown systems {sorted(unknown)}; choose from {ev.SYSTEM_NAMES}", file=sys.stderr)
-        return 2
+        return fail(f"unknown systems {sorted(unknown)}; choose from {ev.SYSTEM_NAMES}")
     try:
         cases = ev.load_cases(args.cases)
         config = load_config(args.config)
         encoder = SmartCache(config).encoder          # one encoder (and memo) for every system
     except (OSError, SmartCacheError) as exc:
-        print(f"smartcache: error: {exc}", file=sys.stderr)
-        return 2
+        return fail(exc)
     ablations = [a.strip() for a in (args.ablate or "").split(",") if a.strip()]
     if set(ablations) - set(ABLATIONS):
-        print(f"smartcache: error: unknown ablations {sorted(set(ablations) - set(ABLATIONS))}; "
-              f"choose from {sorted(ABLATIONS)}", file=sys.stderr)
-        return 2
+        return fail(f"unknown ablations {sorted(set(ablations) - set(ABLATIONS))}; choose from {sorted(ABLATIONS)}")
     make = {"smartcache": lambda: ev.SmartCacheSystem(lambda: SmartCache(config, encoder=encoder)),
             "exact_prefix": ev.ExactPrefixSystem,
             "last_message": lambda: ev.LastMessageSystem(encoder, args.baseline_threshold),
@@ -102,7 +100,7 @@ def _eval(args: argparse.Namespace) -> int:
             wrong[:] = ev.failures(cases, outcomes)
 
     report = ev.evaluate(systems, cases, shared_cache=args.shared_cache,
-                         progress_factory=_progress_bar, on_outcomes=keep_failures if args.failures else None)
+                         progress_factory=progress_bar, on_outcomes=keep_failures if args.failures else None)
     if args.failures:
         with open(args.failures, "w", encoding="utf-8") as fh:
             for row in wrong:
@@ -134,25 +132,20 @@ def _calibrate(args: argparse.Namespace) -> int:
         return _calibrate_cases(args)
     data_dir = Path(args.data_dir) if args.data_dir else shared_data()
     if data_dir is None:
-        print("smartcache: error: ../shared/data not found; give --data-dir or set $SMARTCACHE_SHARED_DATA",
-              file=sys.stderr)
-        return 2
+        return fail("../shared/data not found; give --data-dir or set $SMARTCACHE_SHARED_DATA")
     names = [n.strip() for n in args.pairs.split(",") if n.strip()]
     unknown = set(names) - set(cal.SET_DOMAINS)
     if unknown:
-        print(f"smartcache: error: unknown pair sets {sorted(unknown)}; choose from {sorted(cal.SET_DOMAINS)}",
-              file=sys.stderr)
-        return 2
+        return fail(f"unknown pair sets {sorted(unknown)}; choose from {sorted(cal.SET_DOMAINS)}")
     try:
         config = load_config(args.config)
         encoder = SmartCache(config).encoder
         sets = {n: cal.load_pair_set(n, data_dir, limit=args.limit) for n in names}
     except (OSError, SmartCacheError) as exc:
-        print(f"smartcache: error: {exc} (pairs are read from {data_dir})", file=sys.stderr)
-        return 2
+        return fail(f"{exc} (pairs are read from {data_dir})")
     results = []
     for name, rows in sets.items():
-        bar = _progress_bar(f"encode {name}", len(rows))
+        bar = progress_bar(f"encode {name}", len(rows))
         cosines = cal.pair_cosines(encoder, rows, progress=(lambda n, b=bar: [b() for _ in range(n)]) if bar else None)
         labels = np.asarray([r[2] for r in rows])
         results.append(cal.calibrate_scores(name, cal.SET_DOMAINS[name], cosines, labels, args.target))
@@ -186,11 +179,10 @@ def _replay(args: argparse.Namespace) -> int:
         overrides = {"lifecycle": {"promotion_window_s": 0.0}}
         cache = SmartCache(load_config(args.config, **overrides))
     except (OSError, SmartCacheError) as exc:
-        print(f"smartcache: error: {exc}", file=sys.stderr)
-        return 2
+        return fail(exc)
     print("smartcache: loading the bundled tokenizer…", file=sys.stderr)
     tokens = ChatTokenizer()
-    stats = rp.replay(cache, sessions, tokens.count_tokens, progress=_progress_bar("replay", len(sessions)))
+    stats = rp.replay(cache, sessions, tokens.count_tokens, progress=progress_bar("replay", len(sessions)))
     result = {"source": args.crosswoz or args.cases or args.sessions, **stats.to_json()}
     print(json.dumps(result, ensure_ascii=False, indent=2))
     if args.json_out:
@@ -203,25 +195,13 @@ def _warmup(args: argparse.Namespace) -> int:
 
     try:
         sessions = rp.load_sessions(args.sessions)
-        store = _store_overrides(args)
+        store = store_overrides(args)
         cache = SmartCache(load_config(args.config, store=store))
     except (OSError, SmartCacheError, ValueError) as exc:
-        print(f"smartcache: error: {exc}", file=sys.stderr)
-        return 2
+        return fail(exc)
     report = rp.warmup(cache, sessions, min_count=args.min_count, to_global=not args.per_session)
     print(json.dumps({**report, "store": store}, ensure_ascii=False, indent=2))
     return 0
-
-
-def _store_overrides(args: argparse.Namespace) -> dict[str, str]:
-    """The [store] table the --store / --store-path / --redis-url flags ask for (as serve reads them)."""
-    if args.store == "redis":
-        if not args.redis_url:
-            raise ValueError("--store redis needs --redis-url")
-        return {"backend": "redis", "url": args.redis_url}
-    if args.store == "sqlite":
-        return {"backend": "sqlite", "path": args.store_path or str(default_data_dir() / "cache.db")}
-    return {"backend": "memory", "path": ""}
 
 
 def _calibrate_cases(args: argparse.Namespace) -> int:
@@ -245,10 +225,9 @@ def _calibrate_cases(args: argparse.Namespace) -> int:
         # Domain overrides of a user's config would lift the floor again: drop them here.
         low = dataclasses.replace(low, thresholds={encoder.name: dataclasses.replace(table, by_domain={})})
     except (OSError, SmartCacheError) as exc:
-        print(f"smartcache: error: {exc}", file=sys.stderr)
-        return 2
+        return fail(exc)
     scores = cal.case_scores(lambda: SmartCache(low, encoder=encoder), cases,
-                             progress=_progress_bar("calibrate", len(cases)))
+                             progress=progress_bar("calibrate", len(cases)))
     results = [cal.calibrate_scores(domain, domain, cos, labels, args.target, floor=floor)
                for domain, (cos, labels) in sorted(scores.items())]
     out = Path(args.out)
@@ -273,9 +252,7 @@ def _train(args: argparse.Namespace) -> int:
 
     data = Path(args.data)
     if not any(data.glob("*.jsonl")):
-        print(f"smartcache: error: no *.jsonl training cases in {data} (run scripts/build_training.py)",
-              file=sys.stderr)
-        return 2
+        return fail(f"no *.jsonl training cases in {data} (run scripts/build_training.py)")
     config = load_config(args.config, use_verifier=False, store={"backend": "memory"})
     try:
         report = train(data, Path(args.out), Path(args.report), make_cache=lambda: SmartCache(config),
@@ -283,35 +260,10 @@ def _train(args: argparse.Namespace) -> int:
                        command="smartcache " + " ".join(sys.argv[1:]), workers=args.workers,
                        say=lambda m: print(m, file=sys.stderr))
     except (OSError, ValueError, SmartCacheError) as exc:
-        print(f"smartcache: error: {exc}", file=sys.stderr)
-        return 2
+        return fail(exc)
     print((Path(args.report) / "training.md").read_text(encoding="utf-8"))
     print(f"wrote {args.out} ({report['trees']} trees) and {args.report}/training.md", file=sys.stderr)
     return 0
-
-
-def _progress_bar(label: str, total: int):
-    """A tqdm bar on stderr when tqdm is installed (it comes with transformers), else nothing."""
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return None
-    bar = tqdm(total=total, desc=label, unit="case", file=sys.stderr, leave=False, mininterval=0.5)
-    def step() -> None:
-        bar.update(1)
-        if bar.n >= total:
-            bar.close()
-    return step
-
-
-def default_data_dir() -> Path:
-    """Where ``serve`` keeps its SQLite file: $SMARTCACHE_DATA_DIR, else the XDG data home."""
-    import os
-
-    if os.environ.get("SMARTCACHE_DATA_DIR"):
-        return Path(os.environ["SMARTCACHE_DATA_DIR"])
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "smartcache"
 
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -347,13 +299,12 @@ def _serve(args: argparse.Namespace) -> int:
 
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if not 0.0 <= args.shadow <= 1.0:
-        print("smartcache: error: --shadow takes a rate between 0 and 1", file=sys.stderr)
-        return 2
+        return fail("--shadow takes a rate between 0 and 1")
     try:
         overrides = {}
         if args.promotion_window is not None:
             overrides["lifecycle"] = {"promotion_window_s": args.promotion_window}
-        overrides["store"] = _store_overrides(args)
+        overrides["store"] = store_overrides(args)
         if args.store == "sqlite":
             print(f"smartcache: cache entries persist in {overrides['store']['path']}", file=sys.stderr)
         cache = SmartCache(load_config(args.config, **overrides))
@@ -371,8 +322,7 @@ def _serve(args: argparse.Namespace) -> int:
             print("smartcache: loading the bundled engine (SmolLM2-135M-Instruct)…", file=sys.stderr)
             engine = LocalEngine(kv_budget_mb=args.kv_budget_mb)
     except (OSError, SmartCacheError, ValueError) as exc:
-        print(f"smartcache: error: {exc}", file=sys.stderr)
-        return 2
+        return fail(exc)
     settings = GatewaySettings(cache_enabled=not args.no_cache, shadow_rate=args.shadow,
                                regenerate_window_s=args.regenerate_window, default_max_tokens=args.max_tokens,
                                **{name: value for name in ("max_body_bytes", "max_messages", "max_message_chars")
@@ -503,8 +453,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         cache = SmartCache(load_config(args.config))
         result = explain_case(cache, case)
     except (OSError, json.JSONDecodeError, SmartCacheError, KeyError, TypeError) as exc:
-        print(f"smartcache: error: {exc}", file=sys.stderr)
-        return 2
+        return fail(exc)
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=2))
     else:
