@@ -1,0 +1,138 @@
+"""``smartcache serve``: the OpenAI-compatible gateway, with its engine, store and auth options.
+
+It starts the bundled engine (or a client of an upstream), the store the --store
+flags ask for, and the real encoder by default; who may call it comes from --keys /
+--trust-tenant-header over the config's [auth] table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING
+
+from smartcache.cache import SmartCache
+from smartcache.cli.console import fail
+from smartcache.cli.store_options import store_overrides
+from smartcache.config import AuthConfig, load_config
+from smartcache.errors import SmartCacheError
+
+if TYPE_CHECKING:
+    from smartcache.gateway.auth import AuthPolicy
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("serve", help="run the OpenAI-compatible caching gateway")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument("--upstream", help="an OpenAI-compatible base URL (…/v1); default: the bundled engine")
+    parser.add_argument("--upstream-key-env", default="SMARTCACHE_UPSTREAM_KEY",
+                        help="environment variable holding the upstream API key")
+    parser.add_argument("--upstream-model", help="the model an upstream serves (default: as each request names)")
+    parser.add_argument("--tokenizer", help="tokenizer id for the version key with an upstream")
+    parser.add_argument("--upstream-timeout", type=float, default=120.0, help="seconds")
+    parser.add_argument("--config", help="a TOML config file merged over the defaults")
+    parser.add_argument("--shadow", type=float, default=0.0, metavar="RATE",
+                        help="share of ordinary hits verified against the engine in the background")
+    parser.add_argument("--promotion-window", type=float, metavar="S",
+                        help="seconds an answer stays pending before it can be served (default 30)")
+    parser.add_argument("--regenerate-window", type=float, default=60.0, metavar="S",
+                        help="an identical request within this many seconds counts as regenerate")
+    parser.add_argument("--no-cache", action="store_true", help="forward everything; the engine alone")
+    parser.add_argument("--keep-alive", type=float, default=75.0, metavar="S",
+                        help="seconds an idle client connection is kept open (default: %(default)s)")
+    parser.add_argument("--max-body-bytes", type=int, metavar="N",
+                        help="refuse a larger request body with 413 (default: 8 MiB)")
+    parser.add_argument("--max-messages", type=int, metavar="N",
+                        help="refuse a request with more messages with 400 (default: 1000)")
+    parser.add_argument("--max-message-chars", type=int, metavar="N",
+                        help="refuse a request with a longer message with 400 (default: 400000)")
+    parser.add_argument("--store", choices=("sqlite", "memory", "redis"), default="sqlite",
+                        help="sqlite (default): entries survive restarts; memory: gone with the process; "
+                             "redis: shared by replicas")
+    parser.add_argument("--redis-url", help="redis://HOST:PORT/DB of a Redis Stack server (with --store redis)")
+    parser.add_argument("--store-path", help="the SQLite file (default: $SMARTCACHE_DATA_DIR or "
+                                             "~/.local/share/smartcache, cache.db)")
+    parser.add_argument("--kv-budget-mb", type=int, default=512, help="memory for the bundled engine's KV prefixes")
+    parser.add_argument("--max-tokens", type=int, default=256, help="default max_tokens of a request")
+    parser.add_argument("--admin-token", help="require Authorization: Bearer TOKEN on /admin (never a tenant's key)")
+    parser.add_argument("--keys", metavar="FILE",
+                        help="API keys (TOML) mapping each key or its sha256 to a tenant and its namespaces; "
+                             "requests then need one (default: [auth] keys_file, else no keys: one local tenant)")
+    parser.add_argument("--trust-tenant-header", action="store_true",
+                        help="honour x-tenant-id as sent: only behind a proxy that authenticates the tenant")
+    parser.add_argument("--warmup", metavar="FILE", help="before serving, warm the cache from logged sessions (JSONL)")
+    parser.add_argument("--log-level", default="info")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import logging
+    import os
+
+    import uvicorn
+
+    from smartcache.gateway import GatewaySettings, create_app
+
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if not 0.0 <= args.shadow <= 1.0:
+        return fail("--shadow takes a rate between 0 and 1")
+    try:
+        overrides = {}
+        if args.promotion_window is not None:
+            overrides["lifecycle"] = {"promotion_window_s": args.promotion_window}
+        overrides["store"] = store_overrides(args)
+        if args.store == "sqlite":
+            print(f"smartcache: cache entries persist in {overrides['store']['path']}", file=sys.stderr)
+        cache = SmartCache(load_config(args.config, **overrides))
+        auth = _auth_policy(args, cache.config.auth)
+        if args.warmup:
+            from smartcache.eval.replay import load_sessions, warmup
+            print(f"smartcache: warm-up {json.dumps(warmup(cache, load_sessions(args.warmup)))}", file=sys.stderr)
+        if args.upstream:
+            from smartcache.engine.upstream import UpstreamEngine
+            engine = UpstreamEngine(args.upstream, api_key=os.environ.get(args.upstream_key_env),
+                                    model=args.upstream_model, tokenizer=args.tokenizer,
+                                    timeout_s=args.upstream_timeout)
+        else:
+            from smartcache.engine.local import LocalEngine
+            print("smartcache: loading the bundled engine (SmolLM2-135M-Instruct)…", file=sys.stderr)
+            engine = LocalEngine(kv_budget_mb=args.kv_budget_mb)
+    except (OSError, SmartCacheError, ValueError) as exc:
+        return fail(exc)
+    settings = GatewaySettings(cache_enabled=not args.no_cache, shadow_rate=args.shadow,
+                               regenerate_window_s=args.regenerate_window, default_max_tokens=args.max_tokens,
+                               **{name: value for name in ("max_body_bytes", "max_messages", "max_message_chars")
+                                  if (value := getattr(args, name)) is not None})
+    # Beyond loopback, an admin API without a token would hand every tenant's answers to the network.
+    app = create_app(cache, engine, settings, admin_token=args.admin_token, auth=auth,
+                     close_admin=args.host not in LOOPBACK)
+    print(f"smartcache: serving on http://{args.host}:{args.port}  (dashboard: /dashboard)", file=sys.stderr)
+    # Idle keep-alive connections outlive the clients' and proxies' own (httpx: 5 s, nginx: 60 s):
+    # a server that closes first races a client reusing the connection, and resets a request.
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level.lower(),
+                timeout_keep_alive=args.keep_alive)
+    return 0
+
+
+def _auth_policy(args: argparse.Namespace, config: AuthConfig) -> AuthPolicy:
+    """Who the callers are: --keys / --trust-tenant-header over the config's [auth] table."""
+    from smartcache.gateway.auth import AuthPolicy, KeyRegistry
+
+    keys_file = args.keys or config.keys_file
+    registry = KeyRegistry.load(keys_file) if keys_file else None
+    policy = AuthPolicy(registry, trust_tenant_header=args.trust_tenant_header or config.trust_tenant_header)
+    policy.check_admin_token(args.admin_token)      # before the engine takes its 25 s to load
+    if registry is not None:
+        print(f"smartcache: API keys from {keys_file}: {len(registry.keys)} keys, {len(registry.tenants)} tenants, "
+              f"{len(registry.secrets)} with signed sessions", file=sys.stderr)
+    elif not policy.trust_tenant_header and args.host not in LOOPBACK:
+        print(f"smartcache: warning: serving on {args.host} without --keys: every client is one tenant and "
+              "reads every cached answer", file=sys.stderr)
+    if policy.trust_tenant_header:
+        print("smartcache: x-tenant-id is trusted as sent: only a proxy that authenticates may reach this port",
+              file=sys.stderr)
+    return policy

@@ -1,0 +1,46 @@
+"""``smartcache train``: the verifier trained on cases, source families held out, then calibrated."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from smartcache.cache import SmartCache
+from smartcache.cli.console import fail
+from smartcache.config import load_config
+from smartcache.errors import SmartCacheError
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("train", help="train the verifier on cases, hold source families out, calibrate")
+    parser.add_argument("--data", default="build/training", help="a folder of *.jsonl cases, one source a file")
+    parser.add_argument("--out", default="src/smartcache/data/verifier.json", help="where the model is written")
+    parser.add_argument("--report", default="docs/eval/training", help="folder for training.md / .json")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--budget", type=float, default=0.005,
+                        help="false-hit rate the 95 %% upper bound must meet, requests with a history")
+    parser.add_argument("--single-budget", type=float, default=0.02, help="the same for single-turn requests")
+    parser.add_argument("--workers", type=int, default=2, help="harvest processes (one per core)")
+    parser.add_argument("--reuse-harvest", action="store_true", help="reuse the report folder's harvest.npz")
+    parser.add_argument("--config", help="a TOML config file merged over the defaults")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from smartcache.eval.train_run import train
+
+    data = Path(args.data)
+    if not any(data.glob("*.jsonl")):
+        return fail(f"no *.jsonl training cases in {data} (run scripts/build_training.py)")
+    config = load_config(args.config, use_verifier=False, store={"backend": "memory"})
+    try:
+        report = train(data, Path(args.out), Path(args.report), make_cache=lambda: SmartCache(config),
+                       seed=args.seed, budget=args.budget, single_budget=args.single_budget, reuse_harvest=args.reuse_harvest,
+                       command="smartcache " + " ".join(sys.argv[1:]), workers=args.workers,
+                       say=lambda m: print(m, file=sys.stderr))
+    except (OSError, ValueError, SmartCacheError) as exc:
+        return fail(exc)
+    print((Path(args.report) / "training.md").read_text(encoding="utf-8"))
+    print(f"wrote {args.out} ({report['trees']} trees) and {args.report}/training.md", file=sys.stderr)
+    return 0
