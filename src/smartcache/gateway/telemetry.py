@@ -10,6 +10,7 @@ timeline rows, the recent decisions as JSON).
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import Counter, deque
 from dataclasses import asdict, dataclass
@@ -57,9 +58,10 @@ class TrafficSummary:
 
 
 class Telemetry:
-    """Counts of one gateway. Requests are counted on the event loop; ``polluted`` is called
-    from the worker threads that read the feedback markers (a lost increment under a race
-    costs one count on the dashboard, not a lock on every request)."""
+    """Counts of one gateway. Requests are counted on the event loop, ``polluted`` on the
+    worker threads that read the feedback markers, and the admin API reads on its thread
+    pool: one lock (uncontended, well under a microsecond) keeps counts whole and the
+    timeline from changing size under a reader."""
 
     def __init__(self, metrics: GatewayMetrics, *, recent: int = 200, bucket_s: float = 10.0,
                  buckets: int = 360) -> None:
@@ -68,18 +70,22 @@ class Telemetry:
         self._recent: deque[DecisionRecord] = deque(maxlen=recent)
         self._timeline: dict[int, Counter[str]] = {}
         self._totals: Counter[str] = Counter()
+        self._lock = threading.Lock()
 
     def lookup_done(self, zone: Zone, seconds: float) -> None:
         self.metrics.lookup_latency.observe(seconds)
         self.metrics.lookups.labels(zone.value).inc()
-        self._totals["lookups"] += 1
-        self._totals["lookup_hits"] += zone is Zone.HIT
-        self.metrics.hit_rate.set(self._totals["lookup_hits"] / self._totals["lookups"])
+        with self._lock:
+            self._totals["lookups"] += 1
+            self._totals["lookup_hits"] += zone is Zone.HIT
+            rate = self._totals["lookup_hits"] / self._totals["lookups"]
+        self.metrics.hit_rate.set(rate)
 
     def polluted(self) -> None:
         """A served hit was regenerated or corrected."""
         self.metrics.pollution.inc()
-        self._totals["pollution"] += 1
+        with self._lock:
+            self._totals["pollution"] += 1
 
     def request_done(self, record: DecisionRecord, *, total_s: float, ttft_s: float | None) -> None:
         """One answered request: its metrics, totals, timeline bucket and decision record."""
@@ -88,26 +94,31 @@ class Telemetry:
         self.metrics.latency.labels(status).observe(total_s)
         if ttft_s is not None:
             self.metrics.ttft.labels(status).observe(ttft_s)
-        self._totals[status] += 1
-        self._totals["saved_tokens"] += record.saved_tokens
-        self._totals["prompt_tokens"] += record.prompt_tokens
         bucket = int(time.time() // self.bucket_s)
-        self._timeline.setdefault(bucket, Counter())[status] += 1
-        self._timeline[bucket]["saved_tokens"] += record.saved_tokens
-        for old in [b for b in self._timeline if b <= bucket - self.buckets]:
-            del self._timeline[old]
-        self._recent.append(record)
+        with self._lock:
+            self._totals[status] += 1
+            self._totals["saved_tokens"] += record.saved_tokens
+            self._totals["prompt_tokens"] += record.prompt_tokens
+            self._timeline.setdefault(bucket, Counter())[status] += 1
+            self._timeline[bucket]["saved_tokens"] += record.saved_tokens
+            for old in [b for b in self._timeline if b <= bucket - self.buckets]:
+                del self._timeline[old]
+            self._recent.append(record)
 
     def summary(self) -> TrafficSummary:
-        totals = self._totals
+        with self._lock:
+            totals = Counter(self._totals)
         return TrafficSummary({k: totals[k] for k in STATUSES}, totals["saved_tokens"], totals["prompt_tokens"],
                               totals["pollution"])
 
     def timeline_json(self) -> list[dict[str, float]]:
         """One row per bucket, oldest first: its start time, requests by status, saved tokens."""
-        return [{"t": b * self.bucket_s, **{k: c.get(k, 0) for k in (*STATUSES, "saved_tokens")}}
-                for b, c in sorted(self._timeline.items())]
+        with self._lock:
+            return [{"t": b * self.bucket_s, **{k: c.get(k, 0) for k in (*STATUSES, "saved_tokens")}}
+                    for b, c in sorted(self._timeline.items())]
 
     def recent_json(self, limit: int = 50) -> list[dict[str, Any]]:
         """The last ``limit`` decisions, newest first."""
-        return [asdict(r) for r in list(self._recent)[-limit:]][::-1]
+        with self._lock:
+            recent = list(self._recent)[-limit:]
+        return [asdict(r) for r in recent][::-1]
