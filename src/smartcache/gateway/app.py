@@ -12,7 +12,6 @@ from typing import Any
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
-from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from smartcache.cache import SmartCache
@@ -25,7 +24,7 @@ from smartcache.gateway.auth import OPEN, AuthPolicy, Principal
 from smartcache.gateway.controls import read_controls
 from smartcache.gateway.limits import BodyLimit, check_messages
 from smartcache.gateway.openapi import chat_openapi
-from smartcache.gateway.schema import ChatCompletionRequest, error_body
+from smartcache.gateway.schema import error_body, parse_chat_body
 from smartcache.gateway.service import ChatService, GatewaySettings
 
 log = logging.getLogger("smartcache.gateway")
@@ -126,18 +125,7 @@ def create_app(cache: SmartCache, engine, settings: GatewaySettings | None = Non
             raw = await request.json()
         except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):    # RecursionError: nested too deep
             return _error(400, "the body must be a JSON object")
-        if not isinstance(raw, dict):
-            return _error(400, "the body must be a JSON object")
-        try:
-            req = ChatCompletionRequest.model_validate(raw)
-        except ValidationError as exc:      # report the first problem, OpenAI style
-            errors = exc.errors()
-            first = errors[0] if errors else {}
-            where = ".".join(str(p) for p in first.get("loc", ()))
-            return _error(400, f"{where or 'body'}: {first.get('msg', str(exc))}", param=where or None)
-        if req.n != 1:
-            return _error(400, "n > 1 is not supported: this gateway returns one choice per request",
-                          code="unsupported_n", param="n")
+        req = parse_chat_body(raw)
         settings = service.settings
         check_messages(req.messages, max_messages=settings.max_messages, max_message_chars=settings.max_message_chars)
         if not getattr(engine, "accepts_any_model", False) and req.model != engine.model_id:

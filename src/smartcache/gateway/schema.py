@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from smartcache.errors import InvalidRequest
 
 ROLES = {"system", "developer", "user", "assistant", "tool", "function"}
 
@@ -71,3 +73,21 @@ class ChatCompletionRequest(BaseModel):
 def error_body(message: str, *, type_: str = "invalid_request_error", code: str | None = None,
                param: str | None = None) -> dict[str, Any]:
     return {"error": {"message": message, "type": type_, "param": param, "code": code}}
+
+
+def parse_chat_body(raw: object) -> ChatCompletionRequest:
+    """The chat request of a decoded JSON body; InvalidRequest (a 400) naming the first
+    problem, OpenAI style, or a choice count this gateway does not serve."""
+    if not isinstance(raw, dict):
+        raise InvalidRequest("the body must be a JSON object")
+    try:
+        req = ChatCompletionRequest.model_validate(raw)
+    except ValidationError as exc:
+        errors = exc.errors()
+        first = errors[0] if errors else {}
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        raise InvalidRequest(f"{where or 'body'}: {first.get('msg', str(exc))}", param=where or None) from None
+    if req.n != 1:
+        raise InvalidRequest("n > 1 is not supported: this gateway returns one choice per request",
+                             code="unsupported_n", param="n")
+    return req
