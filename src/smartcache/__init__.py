@@ -6,16 +6,17 @@ The pipeline, one package per stage: context -> fingerprint -> store -> decide
 
 from smartcache.cache import CacheStats, SmartCache, StoreResult
 from smartcache.config import CacheConfig, LifecycleConfig, load_config
-from smartcache.decide import Decision, Reason, Scores, Zone
+from smartcache.decide import Decision, Reason, ReasonCode, Scores, Zone
 from smartcache.errors import (
     AuthenticationError, ConfigError, EncoderError, EncoderUnavailable, EntryNotFound, InvalidRequest,
     PermissionDenied, SmartCacheError, StoreError,
 )
+from smartcache.lookup import CacheRequest, Lookup
 from smartcache.store import EntryState, Scope, VersionKey
 
 __all__ = [
-    "SmartCache", "CacheStats", "StoreResult", "CacheConfig", "LifecycleConfig", "load_config", "Decision",
-    "Reason", "Scores", "Zone", "ConfigError", "EncoderError", "EncoderUnavailable", "EntryNotFound",
+    "SmartCache", "CacheStats", "StoreResult", "CacheRequest", "Lookup", "CacheConfig", "LifecycleConfig",
+    "load_config", "Decision", "Reason", "ReasonCode", "Scores", "Zone", "ConfigError", "EncoderError", "EncoderUnavailable", "EntryNotFound",
     "InvalidRequest", "SmartCacheError", "StoreError", "AuthenticationError", "PermissionDenied", "EntryState",
     "Scope", "VersionKey",
 ]

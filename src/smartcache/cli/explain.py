@@ -59,7 +59,7 @@ def explain_case(cache: SmartCache, case: dict[str, Any]) -> dict[str, Any]:
     probe = case["probe"]
     decision = cache.lookup(probe["messages"], session=case.get("probe_session", session), tenant=tenant,
                             versions=probe.get("versions", versions))
-    fp, _ = cache.fingerprint(probe["messages"], versions=probe.get("versions", versions))
+    fp = decision.request.fingerprint
     out = {"id": case.get("id"), "cached": written, "decision": decision.to_json(),
            "probe_tags": {**fp.signature.coarse_tags(), "topic_switch": fp.topic_switch,
                           "time_sensitive": fp.time_sensitive, "resolved_turn": fp.signature.text}}
