@@ -1,6 +1,6 @@
-"""The fake engine: deterministic, honestly counted, failing on demand; and the gateway
-branches it lets a test reach in milliseconds (hit, error before and after the first token,
-truncation, tool calls)."""
+"""The fake engine: deterministic, honestly counted, reusing prefixes as a prefix cache would,
+failing on demand; and the gateway branches it lets a test reach in milliseconds (hit, error
+before and after the first token, truncation, tool calls)."""
 
 from __future__ import annotations
 
@@ -74,9 +74,9 @@ def test_content_parts_and_tool_calls_are_counted_and_odd_content_is_tolerated()
 
 @pytest.mark.parametrize("messages, content_tokens", [
     ([{"role": "user", "content": "hi there"}], 2),
-    ([{"role": "system", "content": "  "}, {"role": "user", "content": "你好 ok\n"}], 0 + 3),
+    ([{"role": "system", "content": "  "}, {"role": "user", "content": "你好 ok\n"}], 0 + 3),     # whitespace: none
     ([{"role": "assistant", "content": None, "tool_calls": [{"id": "x"}]}, {"role": "user", "content": [7]}],
-     count_text_tokens(json.dumps([{"id": "x"}])) + 0),
+     count_text_tokens(json.dumps([{"id": "x"}])) + 0),                          # [7]: no text
 ], ids=["plain", "whitespace-and-cjk", "tool-calls-and-odd-content"])
 def test_the_prompt_pieces_are_the_counted_tokens(messages, content_tokens):
     pieces = prompt_pieces(messages)
