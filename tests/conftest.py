@@ -76,12 +76,10 @@ def local_engine():
 
 
 MODEL = "smollm2-135m-instruct"
+CONTEXT_LENGTH = 8192       # the bundled model's context window
 
 
-@pytest.fixture
-def gateway(local_engine, encoder):
-    """``make(auth=..., admin_token=..., **settings)``: the gateway app in process on the bundled
-    engine and real encoder, promotion window 0 s, as a TestClient (use it in a ``with``)."""
+def _app_factory(engine, encoder):
     from fastapi.testclient import TestClient
 
     from smartcache.gateway import AuthPolicy, GatewaySettings, create_app
@@ -89,10 +87,27 @@ def gateway(local_engine, encoder):
     def make(*, auth: AuthPolicy | None = None, admin_token: str | None = None, close_admin: bool = False,
              **settings):
         cache = SmartCache(load_config(lifecycle={"promotion_window_s": 0.0}), encoder=encoder)
-        app = create_app(cache, local_engine, GatewaySettings(**settings), auth=auth or AuthPolicy(),
+        app = create_app(cache, engine, GatewaySettings(**settings), auth=auth or AuthPolicy(),
                          admin_token=admin_token, close_engine=False, close_admin=close_admin)
         return TestClient(app)
     return make
+
+
+@pytest.fixture
+def gateway(encoder):
+    """``make(auth=..., admin_token=..., **settings)``: the gateway app in process on a fresh
+    ``FakeEngine`` (one per test, shared by the apps it makes) and the real encoder, promotion
+    window 0 s, as a TestClient (use it in a ``with``). The fake takes the bundled model's name
+    and context window, so the same requests (``chat``) suit it and ``real_gateway``."""
+    from smartcache.engine import FakeEngine
+    return _app_factory(FakeEngine(model_id=MODEL, context_length=CONTEXT_LENGTH), encoder)
+
+
+@pytest.fixture
+def real_gateway(local_engine, encoder):
+    """``gateway`` on the bundled engine: for what only it can show (its radix tree's reuse of
+    a half-hit's prefix, real generation under ``chat``'s stop and max_tokens)."""
+    return _app_factory(local_engine, encoder)
 
 
 def chat(client, messages, *, session="s1", headers=None, **body):
@@ -230,8 +245,8 @@ def redis_url():
 # The fast tier (`make test-fast` = `-m "not integration"`) leaves out every test that needs one
 # of these fixtures (the bundled engine loads in about 25 s; the others start processes), and the
 # tests marked `integration` by hand: those that start `serve(...)`, Redis, Chromium or a
-# subprocess, or take more than a few seconds on two cores.
-INTEGRATION_FIXTURES = frozenset({"local_engine", "gateway", "gateway_server", "redis_url"})
+# subprocess, or take more than a few seconds on two cores. `gateway` (on the FakeEngine) is fast.
+INTEGRATION_FIXTURES = frozenset({"local_engine", "real_gateway", "gateway_server", "redis_url"})
 
 
 def pytest_collection_modifyitems(config, items):

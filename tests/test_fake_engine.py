@@ -1,6 +1,6 @@
-"""The fake engine: deterministic, honestly counted, failing on demand; and the gateway
-branches it lets a test reach in milliseconds (hit, error before and after the first token,
-truncation, tool calls)."""
+"""The fake engine: deterministic, honestly counted, reusing prefixes as a prefix cache would,
+failing on demand; and the gateway branches it lets a test reach in milliseconds (hit, error
+before and after the first token, truncation, tool calls)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 
 from smartcache import SmartCache, load_config
 from smartcache.engine import EngineError, EngineRequest, FakeEngine, Finished, GenerationParams, TextDelta
-from smartcache.engine.fake import count_text_tokens, split_tokens
+from smartcache.engine.fake import MESSAGE_FRAMING, count_text_tokens, prompt_pieces, split_tokens
 from smartcache.gateway import create_app
 
 
@@ -70,6 +70,59 @@ def test_content_parts_and_tool_calls_are_counted_and_odd_content_is_tolerated()
     assert engine.count_tokens(messages) == 4 + 5 + 4 + count_text_tokens(json.dumps([{"id": "x"}])) + 4
     text, final = answer(engine, EngineRequest("m", messages))
     assert text and final.finish_reason == "stop"
+
+
+@pytest.mark.parametrize("messages, content_tokens", [
+    ([{"role": "user", "content": "hi there"}], 2),
+    ([{"role": "system", "content": "  "}, {"role": "user", "content": "你好 ok\n"}], 0 + 3),     # whitespace: none
+    ([{"role": "assistant", "content": None, "tool_calls": [{"id": "x"}]}, {"role": "user", "content": [7]}],
+     count_text_tokens(json.dumps([{"id": "x"}])) + 0),                          # [7]: no text
+], ids=["plain", "whitespace-and-cjk", "tool-calls-and-odd-content"])
+def test_the_prompt_pieces_are_the_counted_tokens(messages, content_tokens):
+    pieces = prompt_pieces(messages)
+    assert len(pieces) == FakeEngine().count_tokens(messages) == MESSAGE_FRAMING * len(messages) + content_tokens
+    assert pieces.count("<|im_start|>") == pieces.count("<|im_end|>") == len(messages)
+
+
+def follow_up(first: EngineRequest, answer_text: str, text: str) -> EngineRequest:
+    return EngineRequest(first.model, first.messages + [{"role": "assistant", "content": answer_text},
+                                                        {"role": "user", "content": text}])
+
+
+def test_a_re_sent_answer_reuses_the_conversation_as_a_prefix_cache_would():
+    engine = FakeEngine()
+    first = ask("How do I reset my password?")
+    text, done = answer(engine, first)
+    assert done.usage.cached_tokens == 0                            # nothing seen yet
+    # The follow-up shares the first prompt, the assistant's frame and the answer's tokens.
+    exact = answer(engine, follow_up(first, text, "And my e-mail?"))[1].usage
+    assert exact.cached_tokens == done.usage.prompt_tokens + 3 + done.usage.completion_tokens
+    # Re-spaced, the answer differs from its first token on: only the prompt and the frame are reused.
+    respaced = answer(engine, follow_up(first, "  " + text.replace(" ", "  "), "And my phone?"))[1].usage
+    assert respaced.cached_tokens == done.usage.prompt_tokens + 3
+    # The same prompt again: all but its last token, whose logits an engine must compute.
+    assert answer(engine, first)[1].usage.cached_tokens == done.usage.prompt_tokens - 1
+    # Another question shares the system message and the user's frame.
+    assert answer(engine, ask("What is a cache?"))[1].usage.cached_tokens == (4 + 2) + 3
+
+
+def test_a_broken_stream_keeps_what_it_generated_and_the_kept_sequences_are_bounded():
+    engine = FakeEngine(error_after=2, history=3)
+    with pytest.raises(EngineError):
+        answer(engine, ask("q"))
+    assert engine.kept[-1][-2:] == ("Fake", " answer")
+    engine.error_after = None
+    for i in range(5):
+        answer(engine, ask(f"question number {i}"))
+    assert len(engine.kept) == 3
+
+
+def test_a_prompt_past_the_context_length_is_refused_with_400():
+    engine = FakeEngine(context_length=20)
+    assert answer(engine, ask("short"))[1].finish_reason == "stop"
+    with pytest.raises(EngineError) as info:
+        events(engine, ask("word " * 20))
+    assert info.value.status == 400 and info.value.code == "context_length_exceeded"
 
 
 def test_max_tokens_cuts_the_answer_and_finishes_with_length():

@@ -1,4 +1,6 @@
-"""The gateway in process (Starlette's TestClient) on the real bundled engine and encoder."""
+"""The gateway in process (Starlette's TestClient) on the FakeEngine and the real encoder; the
+checks whose meaning is the engine's own (real generation, the bundled engine's reuse of a
+half-hit's KV prefix) run on the bundled engine too, as integration tests."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from fastapi.testclient import TestClient
 
 from conftest import MODEL, chat
 from smartcache import SmartCache, load_config
+from smartcache.engine import FakeEngine
 from smartcache.gateway import AuthPolicy, KeyRegistry, RequestControls, create_app, dock_history
 
 SYSTEM = {"role": "system", "content": "You are a concise assistant."}
@@ -24,6 +27,19 @@ def client(gateway):
         yield c
 
 
+@pytest.fixture(params=["fake", pytest.param("bundled", marks=pytest.mark.integration)])
+def any_client(request):
+    """``client`` on the FakeEngine, and on the bundled engine as an integration test."""
+    make = request.getfixturevalue("gateway" if request.param == "fake" else "real_gateway")
+    with make() as c:
+        yield c
+
+
+def engine_work(engine) -> int:
+    """How often the engine was asked: streams the fake began, or the bundled engine's KV lookups."""
+    return engine.calls if isinstance(engine, FakeEngine) else engine.kv.stats().lookups
+
+
 def sse_events(response):
     events = []
     for line in response.text.splitlines():
@@ -32,15 +48,16 @@ def sse_events(response):
     return events
 
 
-def test_miss_then_paraphrase_hit_without_the_engine(client, local_engine):
+def test_miss_then_paraphrase_hit_without_the_engine(any_client):
+    client, engine = any_client, any_client.app.state.service.engine
     first = chat(client, [SYSTEM, U("How do I reset my password?")])
     assert first.status_code == 200 and first.headers["x-smartcache-status"] == "miss"
     answer = first.json()["choices"][0]["message"]["content"]
-    lookups_before = local_engine.kv.stats().lookups
+    work_before = engine_work(engine)
     second = chat(client, [SYSTEM, U("How can I reset my password")])
     assert second.headers["x-smartcache-status"] == "hit", second.headers
     assert second.json()["choices"][0]["message"]["content"] == answer
-    assert local_engine.kv.stats().lookups == lookups_before          # the engine was not touched
+    assert engine_work(engine) == work_before                           # the engine was not touched
     assert float(second.headers["x-smartcache-similarity"]) >= 0.8
     usage = second.json()["usage"]
     assert usage["prompt_tokens_details"]["cached_tokens"] == usage["prompt_tokens"] > 0
@@ -65,7 +82,8 @@ def test_hit_replayed_as_a_stream(client):
     assert text.strip()
 
 
-def test_condition_change_is_a_half_hit_reusing_the_kv_prefix(client):
+def test_condition_change_is_a_half_hit_reusing_the_kv_prefix(any_client):
+    client = any_client
     first = [SYSTEM, U("周末去杭州玩三天，预算五千以内，帮我排个行程")]
     r1 = chat(client, first)
     answer = r1.json()["choices"][0]["message"]["content"]
@@ -76,7 +94,8 @@ def test_condition_change_is_a_half_hit_reusing_the_kv_prefix(client):
     assert usage["prompt_tokens_details"]["cached_tokens"] > 0.7 * usage["prompt_tokens"]
 
 
-def test_half_hit_docks_a_reformatted_answer_back_to_its_bytes(client):
+def test_half_hit_docks_a_reformatted_answer_back_to_its_bytes(any_client):
+    client = any_client
     first = [SYSTEM, U("周末去杭州玩三天，预算五千以内，帮我排个行程")]
     r1 = chat(client, first)
     answer = r1.json()["choices"][0]["message"]["content"]
@@ -87,6 +106,21 @@ def test_half_hit_docks_a_reformatted_answer_back_to_its_bytes(client):
         assert r2.headers["x-smartcache-docked"] == "1"
     usage = r2.json()["usage"]
     assert usage["prompt_tokens_details"]["cached_tokens"] > 0.7 * usage["prompt_tokens"]
+
+
+def test_a_docked_half_hit_sends_the_cached_bytes_and_reuses_all_before_the_new_turn(client):
+    engine = client.app.state.service.engine
+    first = [SYSTEM, U("周末去杭州玩三天，预算五千以内，帮我排个行程")]
+    r1 = chat(client, first)
+    answer = r1.json()["choices"][0]["message"]["content"]
+    respaced = "  " + answer.replace(" ", "  ") + "\n"
+    r2 = chat(client, first + [{"role": "assistant", "content": respaced}, U("预算提高到一万")])
+    assert r2.headers["x-smartcache-status"] == "half-hit" and r2.headers["x-smartcache-docked"] == "1"
+    assert engine.requests[-1].messages[2]["content"] == answer
+    # Reused: the first prompt, the assistant's frame (3 tokens) and the answer; not the new turn.
+    before = r1.json()["usage"]
+    assert r2.json()["usage"]["prompt_tokens_details"]["cached_tokens"] == \
+        before["prompt_tokens"] + 3 + before["completion_tokens"]
 
 
 def test_dock_history_repairs_whitespace_only():
@@ -143,9 +177,9 @@ def test_cache_control_headers(client):
     assert r.headers["x-smartcache-status"] == "bypass"
 
 
-def test_repeat_counts_as_regenerate_and_kills_the_pending_answer(gateway, local_engine, encoder):
+def test_repeat_counts_as_regenerate_and_kills_the_pending_answer(encoder):
     cache = SmartCache(load_config(lifecycle={"promotion_window_s": 30.0}), encoder=encoder)
-    with TestClient(create_app(cache, local_engine, close_engine=False)) as c:
+    with TestClient(create_app(cache, FakeEngine(model_id=MODEL))) as c:
         msgs = [SYSTEM, U("How do I reset my password?")]
         chat(c, msgs)
         first_id = c.get("/admin/entries").json()["data"][0]["id"]
@@ -293,6 +327,7 @@ def test_shadow_drops_a_suspect_entry_the_engine_contradicts(client):
     cache.promote(stored.cache_id)
     cache.feedback(stored.cache_id, "negative")       # 0.5: suspect, still recalled, served with verification
     assert cache.get(stored.cache_id).state.value == "suspect"
+    service.engine.answer = "Open Settings, choose Security, then Reset password and follow the e-mailed link."
     r = chat(client, [SYSTEM, U("How can I reset my password")])
     assert r.headers["x-smartcache-status"] == "hit", r.headers
     client.portal.call(client.app.state.service.shadow.drain)

@@ -1,5 +1,5 @@
 """Tenants from credentials at the HTTP edge: 401 / 403 bodies, spoofed tenants, signed sessions,
-the admin token and its log (in process, on the bundled engine; the resolver itself and the
+the admin token and its log (in process, on the FakeEngine; the resolver itself and the
 isolation property are in test_auth.py)."""
 
 from __future__ import annotations
