@@ -270,6 +270,20 @@ def test_gateway_engine_that_ends_early_in_a_plain_completion(fake_gateway):
         assert r.status_code == 502 and r.json()["error"]["code"] == "engine_ended_early"
 
 
+def test_gateway_engine_that_ends_early_in_a_stream(fake_gateway):
+    """The stream says so in-band and ends with [DONE], as a cut upstream does; nothing is stored."""
+    engine = FakeEngine(end_after=2)
+    with fake_gateway(engine) as client:
+        r = post(client, "What is the capital of France?", stream=True)
+        lines = data_lines(r)
+        assert r.status_code == 200 and json.loads(lines[-2])["error"]["code"] == "engine_ended_early"
+        assert lines[-1] == "[DONE]"
+        metrics = client.get("/metrics").text
+        assert 'smartcache_engine_errors_total{code="engine_ended_early"} 1.0' in metrics
+        engine.end_after = None
+        assert post(client, "What is the capital of France?").headers["x-smartcache-status"] == "miss"
+
+
 def test_gateway_assembles_tool_calls_in_a_plain_completion(fake_gateway):
     tools = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]
     with fake_gateway(FakeEngine(tool_calls=True)) as client:

@@ -48,6 +48,10 @@ log = logging.getLogger("smartcache.gateway")
 STATUS_OF_ZONE = {Zone.HIT: "hit", Zone.HALF_HIT: "half-hit", Zone.MISS: "miss"}
 
 
+def _ended_early() -> EngineError:
+    return EngineError("the engine ended the answer before finishing it", status=502, code="engine_ended_early")
+
+
 class ChatService:
     """One gateway's chat path: ``handle`` a request, get an ``Outcome`` (a body or a stream)."""
 
@@ -176,8 +180,7 @@ class ChatService:
         answer, calls, final = await wire.collect(first, events)
         if final is None:       # the engine stopped without finishing: nothing to answer with
             self.metrics.engine_errors.labels("engine_ended_early").inc()
-            raise EngineError("the engine ended the answer before finishing it", status=502,
-                              code="engine_ended_early")
+            raise _ended_early()
         await self._after_answer(turn, answer, final)
         body = wire.completion(wire.completion_id(), int(time.time()), turn.req.model, answer,
                                final.finish_reason, final.usage, turn.verdict())
@@ -218,7 +221,11 @@ class ChatService:
                     return
                 event = await events.__anext__()
         except StopAsyncIteration:
-            return      # the engine ended without finishing the answer: nothing is stored
+            # The engine ended without finishing the answer: said in-band, as the plain path's 502
+            # says it; nothing is stored.
+            self.metrics.engine_errors.labels("engine_ended_early").inc()
+            yield wire.error_event(_ended_early())
+            yield wire.DONE
         except EngineError as exc:
             # Headers are gone already: report in-band, store nothing.
             self.metrics.engine_errors.labels(exc.code).inc()
