@@ -32,11 +32,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from smartcache.decide.decision import Reason, Zone
-from smartcache.decide.match import (
-    MODIFY, _UNRESOLVED_REFERENCE, _align_numbers, _anaphora, _common_share, _defined_term, _edited_turn,
-    _is_question_words, _noun_swap, _opposite_swap, _order_swapped, _ORDER_MATTERS, _polarity_differs,
-    _roles_swapped, _tokens, context_similarity, substituted_spans,
+from smartcache.decide.match import MODIFY, _UNRESOLVED_REFERENCE, context_similarity
+from smartcache.decide.polarity import _polarity_differs
+from smartcache.decide.swaps import (
+    _ORDER_MATTERS, _align_numbers, _anaphora, _defined_term, _edited_turn, _noun_swap, _opposite_swap,
+    _order_swapped, _roles_swapped, substituted_spans,
 )
+from smartcache.decide.tokens import _common_share, _is_question_words, _tokens
 from smartcache.fingerprint import ChangeFlag, Fingerprint, has_reference, skeletons_conflict
 from smartcache.store import Entry, Scope
 
