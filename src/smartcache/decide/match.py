@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -74,42 +75,70 @@ _UNRESOLVED_REFERENCE = re.compile(r"那家|这家|那个|它|\bit\b|\bthat one\
 # Flags that modify a request (rather than reverse, correct or reset it): half-hit material.
 MODIFY = frozenset({ChangeFlag.ADDITION, ChangeFlag.REMOVAL, ChangeFlag.REPLACEMENT})
 
+# A verdict of the candidate being judged: zone, reason code, detail, context similarity.
+Verdict = Callable[[Zone, str, str, "float | None"], Judgement]
+
 
 def judge(fp: Fingerprint, entry: Entry, turn: float, limits: Thresholds,
           switches: Switches = ALL_RULES) -> Judgement:
     """Zone for serving ``entry`` to the request ``fp`` whose turn cosine to it is ``turn``."""
-    probe, cached = fp.signature, entry.signature
     eid = entry.cache_id
 
     def verdict(zone: Zone, code: str, detail: str, context: float | None) -> Judgement:
         return Judgement(zone, (Reason(code, detail, eid),), turn, context)
 
-    # 1. Context gate. A global entry without a history is a context-free FAQ answer: it needs a
-    # self-contained turn. One with a history (a warmed-up multi-turn scenario) needs that history.
-    if not switches.context_view:
-        context = None
-    elif entry.scope is Scope.GLOBAL and not cached.has_context:
-        context = None
-        if _UNRESOLVED_REFERENCE.search(probe.text):
-            return verdict(Zone.MISS, "context_dependent", "a global entry cannot answer a turn that refers back", None)
-    else:
-        context = context_similarity(fp, entry)
-        if context is None:
-            return verdict(Zone.MISS, "context_mismatch", "only one of the two requests has a history", None)
-        if context < limits.context:
-            return verdict(Zone.MISS, "context_mismatch", f"context cosine {context:.3f} < {limits.context}", context)
-        if context < 1.0 and probe.context_entities != cached.context_entities:
-            diff = sorted(probe.context_entities ^ cached.context_entities)[:4]
-            return verdict(Zone.MISS, "context_entities", f"the histories are about different things: {diff}", context)
-        edited = _edited_turn(probe.history_turns, cached.history_turns) if context < 1.0 else None
-        if edited is not None:
-            return verdict(Zone.MISS, "context_changed", f"a prior turn was edited: {edited[:60]!r}", context)
+    context, refusal = _context_gate(fp, entry, limits, switches, verdict)
+    if refusal is not None:
+        return refusal
     if turn < limits.half_hit:
         return verdict(Zone.MISS, "low_similarity", f"turn cosine {turn:.3f} < {limits.half_hit}", context)
 
     if not switches.tags:
         return _similarity_zone(fp, entry, turn, limits, switches, context, verdict)
-    # 2. Intent: a reversed ask is a different request, never a half-hit.
+    found = _intent_verdict(fp, entry, switches, context, verdict)
+    if found is None:
+        found = _entity_verdict(fp, entry, switches, context, verdict)
+    if found is not None:
+        return found
+    return _similarity_zone(fp, entry, turn, limits, switches, context, verdict)
+
+
+def _context_gate(fp: Fingerprint, entry: Entry, limits: Thresholds, switches: Switches,
+                  verdict: Verdict) -> tuple[float | None, Judgement | None]:
+    """1. The context similarity, and the refusal when the histories do not match.
+
+    A global entry without a history is a context-free FAQ answer: it needs a self-contained
+    turn. One with a history (a warmed-up multi-turn scenario) needs that history."""
+    probe, cached = fp.signature, entry.signature
+    if not switches.context_view:
+        return None, None
+    global_free = entry.scope is Scope.GLOBAL and not cached.has_context
+    context = None if global_free else context_similarity(fp, entry)
+
+    def refuse(code: str, detail: str) -> tuple[float | None, Judgement]:
+        return context, verdict(Zone.MISS, code, detail, context)
+
+    if global_free:
+        if _UNRESOLVED_REFERENCE.search(probe.text):
+            return refuse("context_dependent", "a global entry cannot answer a turn that refers back")
+        return None, None
+    if context is None:
+        return refuse("context_mismatch", "only one of the two requests has a history")
+    if context < limits.context:
+        return refuse("context_mismatch", f"context cosine {context:.3f} < {limits.context}")
+    if context < 1.0 and probe.context_entities != cached.context_entities:
+        diff = sorted(probe.context_entities ^ cached.context_entities)[:4]
+        return refuse("context_entities", f"the histories are about different things: {diff}")
+    edited = _edited_turn(probe.history_turns, cached.history_turns) if context < 1.0 else None
+    if edited is not None:
+        return refuse("context_changed", f"a prior turn was edited: {edited[:60]!r}")
+    return context, None
+
+
+def _intent_verdict(fp: Fingerprint, entry: Entry, switches: Switches, context: float | None,
+                    verdict: Verdict) -> Judgement | None:
+    """2. Intent: a reversed ask is a different request, never a half-hit."""
+    probe, cached = fp.signature, entry.signature
     if switches.change_detection and probe.negations % 2 != cached.negations % 2:
         return verdict(Zone.MISS, "intent_reversal", "one request negates what the other asks", context)
     if switches.change_detection and any(a * b < 0 for a, b in zip(probe.sides, cached.sides)):
@@ -120,8 +149,13 @@ def judge(fp: Fingerprint, entry: Entry, turn: float, limits: Thresholds,
         return verdict(Zone.MISS, "task_skeleton", f"{probe.skeleton!r} is not {cached.skeleton!r}", context)
     if probe.actions and cached.actions and probe.actions != cached.actions:
         return verdict(Zone.MISS, "task_action", f"asks to {list(probe.actions)}, not {list(cached.actions)}", context)
+    return None
 
-    # 3. Entities: what the turn is about, with references resolved against its own context.
+
+def _entity_verdict(fp: Fingerprint, entry: Entry, switches: Switches, context: float | None,
+                    verdict: Verdict) -> Judgement | None:
+    """3. Entities: what the turn is about, with references resolved against its own context."""
+    probe, cached = fp.signature, entry.signature
     mine, theirs = _align_numbers(set(probe.entities), set(cached.entities))
     added = mine - theirs - cached.context_entities
     dropped = theirs - mine - probe.context_entities
@@ -157,7 +191,7 @@ def judge(fp: Fingerprint, entry: Entry, turn: float, limits: Thresholds,
         return verdict(Zone.HALF_HIT, "added_constraint", f"new in this request: {sorted(added)}", context)
     if dropped:
         return verdict(Zone.HALF_HIT, "dropped_constraint", f"no longer asked: {sorted(dropped)}", context)
-    return _similarity_zone(fp, entry, turn, limits, switches, context, verdict)
+    return None
 
 
 def _similarity_zone(fp, entry, turn, limits, switches, context, verdict) -> Judgement:
