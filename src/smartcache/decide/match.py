@@ -76,7 +76,7 @@ _UNRESOLVED_REFERENCE = re.compile(r"那家|这家|那个|它|\bit\b|\bthat one\
 MODIFY = frozenset({ChangeFlag.ADDITION, ChangeFlag.REMOVAL, ChangeFlag.REPLACEMENT})
 
 # A verdict of the candidate being judged: zone, reason code, detail, context similarity.
-Verdict = Callable[[Zone, str, str, "float | None"], Judgement]
+Verdict = Callable[[Zone, str, str, float | None], Judgement]
 
 
 def judge(fp: Fingerprint, entry: Entry, turn: float, limits: Thresholds,

@@ -6,8 +6,10 @@ judge and the evidence both ask them.
 
     >>> substituted_spans("帮我写一封请假邮件", "帮我写一封投诉邮件")
     [('请假', '投诉')]
-    >>> substituted_spans("怎么部署这个服务", "如何部署这个服务")
-    []
+    >>> _roles_swapped("男生说女生可爱", "女生说男生可爱", ("男生", "女生"))
+    ('女生', '男生')
+    >>> _opposite_swap("小货车用什么牌子的轮胎好", "大货车轮胎什么牌子好")
+    ('小', '大')
 """
 
 from __future__ import annotations
