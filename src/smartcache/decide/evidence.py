@@ -163,9 +163,10 @@ def gather(fp: Fingerprint, entry: Entry, turn: float) -> Evidence:
     """Every rule's word on serving ``entry`` to ``fp``, whose turn cosine to it is ``turn``."""
     probe, cached = fp.signature, entry.signature
     tally = _Tally(entry.cache_id)
-    global_free = entry.scope is Scope.GLOBAL and not cached.has_context
+    global_free = entry.scope is Scope.GLOBAL and not cached.has_context   # a FAQ entry: no history to compare
     context = None if global_free else context_similarity(fp, entry)
     modifies = bool(probe.flags & MODIFY) and not (cached.flags & MODIFY)
+    # In this order: it is the order of the signals in an explanation, and the first veto stands.
     _similarities(tally, fp, entry, turn, context, global_free)
     diff = _texts(tally, fp, cached)
     _entities(tally, probe, cached, context, modifies)
