@@ -28,16 +28,19 @@ import difflib
 import math
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from smartcache.decide.decision import Reason, Zone
-from smartcache.decide.match import (
-    MODIFY, _UNRESOLVED_REFERENCE, _align_numbers, _anaphora, _common_share, _defined_term, _edited_turn,
-    _is_question_words, _noun_swap, _opposite_swap, _order_swapped, _ORDER_MATTERS, _polarity_differs,
-    _roles_swapped, _tokens, context_similarity, substituted_spans,
+from smartcache.decide.match import MODIFY, _UNRESOLVED_REFERENCE, context_similarity
+from smartcache.decide.polarity import _polarity_differs
+from smartcache.decide.swaps import (
+    _ORDER_MATTERS, _align_numbers, _anaphora, _defined_term, _edited_turn, _noun_swap, _opposite_swap,
+    _order_swapped, _roles_swapped, substituted_spans,
 )
-from smartcache.fingerprint import ChangeFlag, Fingerprint, has_reference, skeletons_conflict
+from smartcache.decide.tokens import _common_share, _is_question_words, _tokens
+from smartcache.fingerprint import ChangeFlag, Fingerprint, Signature, has_reference, skeletons_conflict
 from smartcache.store import Entry, Scope
 
 # Entity kinds whose values are numbers: one replaced by another is a different request.
@@ -122,31 +125,66 @@ def _quantity(key: str) -> str | None:
     return value.split(":", 1)[1] if kind == "money" else value
 
 
+class _Tally:
+    """The evidence on one candidate while it is gathered: the verifier's features, the soft
+    signals in the order they fired, and the first hard veto."""
+
+    def __init__(self, entry_id: str) -> None:
+        self.entry_id = entry_id
+        self.features = np.zeros(len(FEATURES), np.float32)
+        self.signals: list[Reason] = []
+        self.veto: Reason | None = None
+        self.veto_zone = Zone.MISS
+
+    def put(self, name: str, value: float) -> None:
+        self.features[_INDEX[name]] = value
+
+    def signal(self, code: str, detail: str, feature: str | None = None) -> None:
+        """A rule fired: a hard veto if it is one (the first one stands), a signal otherwise;
+        ``feature``, if named, is set to 1."""
+        if feature:
+            self.put(feature, 1.0)
+        reason = Reason(code, detail, self.entry_id)
+        if code in HARD_VETOES and self.veto is None:
+            self.veto = reason
+        elif code not in HARD_VETOES:
+            self.signals.append(reason)
+
+
+class _Diff(NamedTuple):
+    """The token diff of the cached request against this one, which several rules read."""
+
+    cached: tuple[str, ...]
+    probe: tuple[str, ...]
+    ops: list[tuple[str, int, int, int, int]]
+
+
 def gather(fp: Fingerprint, entry: Entry, turn: float) -> Evidence:
     """Every rule's word on serving ``entry`` to ``fp``, whose turn cosine to it is ``turn``."""
     probe, cached = fp.signature, entry.signature
-    eid = entry.cache_id
-    x = np.zeros(len(FEATURES), np.float32)
-    signals: list[Reason] = []
-    veto: Reason | None = None
-    veto_zone = Zone.MISS
-
-    def put(name: str, value: float) -> None:
-        x[_INDEX[name]] = value
-
-    def signal(code: str, detail: str, feature: str | None = None) -> None:
-        nonlocal veto
-        if feature:
-            put(feature, 1.0)
-        reason = Reason(code, detail, eid)
-        if code in HARD_VETOES and veto is None:
-            veto = reason
-        elif code not in HARD_VETOES:
-            signals.append(reason)
-
-    # -- similarities -----------------------------------------------------------------
-    global_free = entry.scope is Scope.GLOBAL and not cached.has_context
+    tally = _Tally(entry.cache_id)
+    global_free = entry.scope is Scope.GLOBAL and not cached.has_context   # a FAQ entry: no history to compare
     context = None if global_free else context_similarity(fp, entry)
+    modifies = bool(probe.flags & MODIFY) and not (cached.flags & MODIFY)
+    # In this order: it is the order of the signals in an explanation, and the first veto stands.
+    _similarities(tally, fp, entry, turn, context, global_free)
+    diff = _texts(tally, fp, cached)
+    _entities(tally, probe, cached, context, modifies)
+    _nouns(tally, probe, cached)
+    _intent(tally, probe, cached, diff)
+    _change_flags(tally, probe, cached, modifies)
+    _wording(tally, probe, cached)
+    _history(tally, probe, cached, context, global_free)
+    tally.put("unresolved_reference", float(bool(_UNRESOLVED_REFERENCE.search(probe.text))))
+    tally.put("domain_equal", float(probe.domain == cached.domain))
+    veto_zone = tally.veto_zone if tally.veto is not None else Zone.MISS
+    return Evidence(entry, turn, context, tally.features, tuple(tally.signals), tally.veto, veto_zone)
+
+
+def _similarities(tally: _Tally, fp: Fingerprint, entry: Entry, turn: float, context: float | None,
+                  global_free: bool) -> None:
+    probe, cached = fp.signature, entry.signature
+    put = tally.put
     put("turn_cosine", turn)
     put("context_similarity", -1.0 if context is None else context)
     put("same_history", float(entry.prefix_hash == probe.history_hash))
@@ -157,10 +195,14 @@ def gather(fp: Fingerprint, entry: Entry, turn: float) -> Evidence:
     put("global_entry", float(entry.scope is Scope.GLOBAL))
     put("topic_similarity", -1.0 if fp.topic_similarity is None else fp.topic_similarity)
     if global_free and _UNRESOLVED_REFERENCE.search(probe.text):
-        signal("context_dependent", "a global entry cannot answer a turn that refers back")
+        tally.signal("context_dependent", "a global entry cannot answer a turn that refers back")
 
-    # -- the texts --------------------------------------------------------------------
+
+def _texts(tally: _Tally, fp: Fingerprint, cached: Signature) -> _Diff:
+    """Lengths, character n-gram and token overlaps, and the shape of the token diff."""
+    probe = fp.signature
     a, b = cached.text, probe.text
+    put = tally.put
     put("lang_zh", float(any("\u4e00" <= ch <= "\u9fff" for ch in b)))
     put("log_len_probe", math.log1p(len(b)))
     put("log_len_cached", math.log1p(len(a)))
@@ -184,8 +226,12 @@ def gather(fp: Fingerprint, entry: Entry, turn: float) -> Evidence:
         put("slot_overlap", _jaccard(_ngrams("".join(replaced[0][0]), 1), _ngrams("".join(replaced[0][1]), 1)))
     put("resolved_reference", float(fp.view.current != probe.text))
     put("probe_reference", float(has_reference(fp.view.current)))
+    return _Diff(ta, tb, ops)
 
-    # -- entities -----------------------------------------------------------------------
+
+def _entities(tally: _Tally, probe: Signature, cached: Signature, context: float | None, modifies: bool) -> None:
+    """Entities by kind added, dropped and shared; a replaced number, a veto."""
+    put = tally.put
     mine, theirs = _align_numbers(set(probe.entities), set(cached.entities))
     added = mine - theirs - cached.context_entities
     dropped = theirs - mine - probe.context_entities
@@ -195,31 +241,36 @@ def gather(fp: Fingerprint, entry: Entry, turn: float) -> Evidence:
         put(f"shared_{kind}", sum(_kind(k) == kind for k in mine & theirs))
     new_values = {v for v in map(_quantity, added) if v is not None}
     old_values = {v for v in map(_quantity, dropped) if v is not None}
-    modifies = bool(probe.flags & MODIFY) and not (cached.flags & MODIFY)
     if new_values - old_values and old_values - new_values:
-        signal("quantity_change", f"{sorted(old_values - new_values)} -> {sorted(new_values - old_values)}")
-        if veto is not None and veto.code == "quantity_change":   # "预算提高到八千" changes a condition
-            veto_zone = Zone.HALF_HIT if modifies else Zone.MISS
+        tally.signal("quantity_change", f"{sorted(old_values - new_values)} -> {sorted(new_values - old_values)}")
+        if tally.veto is not None and tally.veto.code == "quantity_change":   # "预算提高到八千" changes a condition
+            tally.veto_zone = Zone.HALF_HIT if modifies else Zone.MISS
     if added and dropped:
-        signal("entity_change", f"{sorted(dropped)} -> {sorted(added)}")
+        tally.signal("entity_change", f"{sorted(dropped)} -> {sorted(added)}")
     elif added:
-        signal("added_constraint", f"new in this request: {sorted(added)}")
+        tally.signal("added_constraint", f"new in this request: {sorted(added)}")
     elif dropped:
-        signal("dropped_constraint", f"no longer asked: {sorted(dropped)}")
+        tally.signal("dropped_constraint", f"no longer asked: {sorted(dropped)}")
     ctx_a, ctx_b = cached.context_entities, probe.context_entities
     put("context_entities_jaccard", _jaccard(set(ctx_a), set(ctx_b)))
     if context is not None and context < 1.0 and ctx_a != ctx_b:
-        signal("context_entities", f"the histories name different things: {sorted(ctx_a ^ ctx_b)[:4]}",
-               "context_entities_differ")
+        tally.signal("context_entities", f"the histories name different things: {sorted(ctx_a ^ ctx_b)[:4]}",
+                     "context_entities_differ")
+
+
+def _nouns(tally: _Tally, probe: Signature, cached: Signature) -> None:
     extra = _noun_swap(probe.nouns, cached.nouns)
     nouns_a, nouns_b = set(cached.nouns), set(probe.nouns)
-    put("noun_extra_probe", len(nouns_b - nouns_a))
-    put("noun_extra_cached", len(nouns_a - nouns_b))
-    put("noun_shared", len(nouns_a & nouns_b))
+    tally.put("noun_extra_probe", len(nouns_b - nouns_a))
+    tally.put("noun_extra_cached", len(nouns_a - nouns_b))
+    tally.put("noun_shared", len(nouns_a & nouns_b))
     if extra:
-        signal("noun_change", f"about {extra[1]}, not {extra[0]}")
+        tally.signal("noun_change", f"about {extra[1]}, not {extra[0]}")
 
-    # -- rule signals ---------------------------------------------------------------------
+
+def _intent(tally: _Tally, probe: Signature, cached: Signature, diff: _Diff) -> None:
+    """The task asked, and whether one request reverses the other (a negation, an opposite action)."""
+    put, signal = tally.put, tally.signal
     put("skeleton_equal", float(probe.skeleton == cached.skeleton))
     if skeletons_conflict(probe.skeleton, cached.skeleton):
         signal("task_skeleton", f"{probe.skeleton!r} is not {cached.skeleton!r}", "skeleton_conflict")
@@ -229,7 +280,8 @@ def gather(fp: Fingerprint, entry: Entry, turn: float) -> Evidence:
     put("negations_probe", min(probe.negations, 3))
     put("negations_cached", min(cached.negations, 3))
     if probe.negations % 2 != cached.negations % 2:
-        changed = {t for op, i1, i2, j1, j2 in ops if op != "equal" for t in (*ta[i1:i2], *tb[j1:j2])}
+        ta, tb = diff.cached, diff.probe
+        changed = {t for op, i1, i2, j1, j2 in diff.ops if op != "equal" for t in (*ta[i1:i2], *tb[j1:j2])}
         plain = lambda toks: [t for t in toks if t not in _NEGATORS]
         # A minimal pair: the negation is what changed, and without it the two are one sentence.
         if changed & _NEGATORS and _common_share(plain(ta), plain(tb)) >= 0.85:
@@ -238,15 +290,26 @@ def gather(fp: Fingerprint, entry: Entry, turn: float) -> Evidence:
             signal("negation_parity", "one request holds a negation the other does not")
     if any(p * q < 0 for p, q in zip(probe.sides, cached.sides)):
         signal("opposite_actions", "the requests ask for opposite actions")
-    if _polarity_differs(b, a):
+    if _polarity_differs(probe.text, cached.text):
         signal("negated", "one request says 不 / 没 where the other does not", "polarity_differs")
-    put("probe_addition", float(ChangeFlag.ADDITION in probe.flags))
-    put("probe_removal", float(ChangeFlag.REMOVAL in probe.flags))
-    put("probe_replacement", float(ChangeFlag.REPLACEMENT in probe.flags))
-    put("cached_modifies", float(bool(cached.flags & MODIFY)))
+
+
+def _change_flags(tally: _Tally, probe: Signature, cached: Signature, modifies: bool) -> None:
+    tally.put("probe_addition", float(ChangeFlag.ADDITION in probe.flags))
+    tally.put("probe_removal", float(ChangeFlag.REMOVAL in probe.flags))
+    tally.put("probe_replacement", float(ChangeFlag.REPLACEMENT in probe.flags))
+    tally.put("cached_modifies", float(bool(cached.flags & MODIFY)))
     if modifies:
-        signals.append(Reason("change_detected", f"the turn modifies the request: "
-                                                 f"{sorted(f.value for f in probe.flags & MODIFY)}", eid))
+        tally.signals.append(Reason("change_detected", f"the turn modifies the request: "
+                                                       f"{sorted(f.value for f in probe.flags & MODIFY)}",
+                                    tally.entry_id))
+
+
+def _wording(tally: _Tally, probe: Signature, cached: Signature) -> None:
+    """Minimal pairs: another term defined, an opposite word, entities or roles the other way
+    round, one slot edited."""
+    a, b = cached.text, probe.text
+    signal = tally.signal
     terms = _defined_term(a), _defined_term(b)
     if None not in terms and terms[0] != terms[1]:
         signal("defined_term", f"the meaning of {terms[1]!r}, not of {terms[0]!r}", "defined_term_differs")
@@ -267,15 +330,15 @@ def gather(fp: Fingerprint, entry: Entry, turn: float) -> Evidence:
              and not _anaphora(p, q, a, b) and not (_is_question_words(p) or _is_question_words(q))]
     if swaps:
         signal("related_but_different", f"one-slot edit {swaps[:3]}", "one_slot_edit")
+
+
+def _history(tally: _Tally, probe: Signature, cached: Signature, context: float | None, global_free: bool) -> None:
     if context is not None and context < 1.0:
         edited = _edited_turn(probe.history_turns, cached.history_turns)
         if edited is not None:
-            signal("context_changed", f"a prior turn was edited: {edited[:60]!r}", "edited_turn")
+            tally.signal("context_changed", f"a prior turn was edited: {edited[:60]!r}", "edited_turn")
     if context is None and not global_free:
-        signals.append(Reason("context_mismatch", "only one of the two requests has a history", eid))
-    put("unresolved_reference", float(bool(_UNRESOLVED_REFERENCE.search(b))))
-    put("domain_equal", float(probe.domain == cached.domain))
-    return Evidence(entry, turn, context, x, tuple(signals), veto, veto_zone if veto is not None else Zone.MISS)
+        tally.signals.append(Reason("context_mismatch", "only one of the two requests has a history", tally.entry_id))
 
 
 __all__ = ["ENTITY_KINDS", "Evidence", "FEATURES", "HARD_VETOES", "QUANTITY_KINDS", "gather"]

@@ -174,92 +174,134 @@ def _is_zh(text: str) -> bool:
     return any("\u4e00" <= ch <= "\u9fff" for ch in text)
 
 
-def extract_entities(text: str) -> list[Entity]:
-    """Entities of one case-preserving normalised text, in order of first appearance."""
-    found: list[tuple[int, Entity]] = []
-    taken: list[tuple[int, int]] = []
+class _Claims:
+    """Entities found so far, and the spans of text they claimed: a span goes to the first
+    extractor that matches it, so the order of the extractors is their precedence."""
 
-    def take(start: int, end: int, entity: Entity) -> None:
-        if any(s < end and start < e for s, e in taken):
+    def __init__(self) -> None:
+        self.found: list[tuple[int, Entity]] = []
+        self.taken: list[tuple[int, int]] = []
+
+    def take(self, start: int, end: int, entity: Entity) -> None:
+        if any(s < end and start < e for s, e in self.taken):
             return
-        taken.append((start, end))
-        found.append((start, entity))
+        self.taken.append((start, end))
+        self.found.append((start, entity))
 
+    def block(self, start: int, end: int) -> None:
+        """Claim a span for no entity, so that no later extractor reads it."""
+        self.taken.append((start, end))
+
+    def in_order(self) -> list[Entity]:
+        """Each entity once, in order of first appearance."""
+        self.found.sort(key=lambda item: item[0])
+        seen: set[Entity] = set()
+        ordered = []
+        for _, entity in self.found:
+            if entity not in seen:
+                seen.add(entity)
+                ordered.append(entity)
+        return ordered
+
+
+def _money_dates_times(text: str, claims: _Claims) -> None:
     for pattern, cur in _MONEY:
         for m in pattern.finditer(text):
-            take(m.start(), m.end(), Entity("money", f"{cur}:{float(m[1]):g}"))
+            claims.take(m.start(), m.end(), Entity("money", f"{cur}:{float(m[1]):g}"))
     for pattern, fmt in _DATES:
         for m in pattern.finditer(text):
-            take(m.start(), m.end(), Entity("date", fmt(m)))
+            claims.take(m.start(), m.end(), Entity("date", fmt(m)))
     for m in _TIME_EN.finditer(text):
         if m[4]:
-            take(m.start(), m.end(), Entity("time", _time_key(int(m[4]), int(m[5]), False)))
+            claims.take(m.start(), m.end(), Entity("time", _time_key(int(m[4]), int(m[5]), False)))
         else:
-            take(m.start(), m.end(), Entity("time", _time_key(int(m[1]), int(m[2] or 0), m[3].lower().startswith("p"))))
+            afternoon = m[3].lower().startswith("p")
+            claims.take(m.start(), m.end(), Entity("time", _time_key(int(m[1]), int(m[2] or 0), afternoon)))
     for m in _TIME_ZH.finditer(text):
         minute = 30 if m[3] else int(m[4] or 0)
-        take(m.start(), m.end(), Entity("time", _time_key(int(m[2]), minute, m[1] in ("下午", "晚上", "傍晚"))))
+        claims.take(m.start(), m.end(), Entity("time", _time_key(int(m[2]), minute, m[1] in ("下午", "晚上", "傍晚"))))
+
+
+def _codes_versions(text: str, claims: _Claims) -> None:
     for pattern in _CODE:
         for m in pattern.finditer(text):
             value = m[1]
             if _VERSION.fullmatch(value):
                 continue
-            take(m.start(1), m.end(1), Entity("code", value.lower()))
+            claims.take(m.start(1), m.end(1), Entity("code", value.lower()))
     for m in _VERSION.finditer(text):
-        take(m.start(), m.end(), Entity("version", m[1]))
+        claims.take(m.start(), m.end(), Entity("version", m[1]))
+
+
+def _numbers(text: str, claims: _Claims) -> None:
     for m in _PARTY.finditer(text):
-        take(m.start(), m.end(), Entity("num", f"{int(m[1])}people"))
+        claims.take(m.start(), m.end(), Entity("num", f"{int(m[1])}people"))
     for m in _NUM_UNIT.finditer(text):
         value, unit = float(m[1]), m[2].lower()
         if value == 1 and unit in _GENERIC_CLASSIFIERS:
-            taken.append((m.start(), m.end()))
+            claims.block(m.start(), m.end())
             continue
         # "3个" / "3种" count the same 3 as a bare "3": a generic classifier is no unit.
         unit = "" if unit in _GENERIC_CLASSIFIERS else _canonical_unit(unit)
-        take(m.start(), m.end(), Entity("num", f"{value:g}{unit}"))
+        claims.take(m.start(), m.end(), Entity("num", f"{value:g}{unit}"))
     for m in _WORD_UNIT.finditer(text):
         value, unit = _EN_NUMBERS[m[1].lower()], m[2].lower()
         if value != 1 or unit not in _GENERIC_CLASSIFIERS:
-            take(m.start(), m.end(), Entity("num", f"{value:g}{_canonical_unit(unit)}"))
+            claims.take(m.start(), m.end(), Entity("num", f"{value:g}{_canonical_unit(unit)}"))
     for m in _BARE_NUM.finditer(text):
-        take(m.start(), m.end(), Entity("num", f"{float(m[1]):g}"))
+        claims.take(m.start(), m.end(), Entity("num", f"{float(m[1]):g}"))
+
+
+def _styles_documents(text: str, claims: _Claims) -> None:
     for m in _STYLE.finditer(text):
-        take(m.start(), m.end(), Entity("style", m[0].lower()))
+        claims.take(m.start(), m.end(), Entity("style", m[0].lower()))
     for m in (_DOC_EN.finditer(text) if not _is_zh(text) else ()):
         words = [w for w in re.split(r"[- ]", m[1].lower()) if w not in _DOC_NOT]
         if len(words) >= 2 and not words[0].endswith("ing"):      # "making notes" is not a document
-            take(m.start(1), m.end(1), Entity("doc", " ".join(words)))
+            claims.take(m.start(1), m.end(1), Entity("doc", " ".join(words)))
     for m in (_DOC_ZH.finditer(text) if _is_zh(text) else ()):
         body = re.sub(r"^(?:一封|一份|一篇|一个|如何|怎么|怎样|写好|写|给|帮我|起草|发给)+", "", m[1])
         if len(body) >= 2:
-            take(m.start(), m.end(), Entity("doc", body + m[2]))
+            claims.take(m.start(), m.end(), Entity("doc", body + m[2]))
+
+
+def _names(text: str, claims: _Claims) -> None:
     for m in _QUOTED.finditer(text):
-        take(m.start(1), m.end(1), Entity("name", m[1].strip().lower()))
+        claims.take(m.start(1), m.end(1), Entity("name", m[1].strip().lower()))
     for m in _ZH_JIA_NAME.finditer(text):
-        take(m.start(1), m.end(1), Entity("name", m[1]))
+        claims.take(m.start(1), m.end(1), Entity("name", m[1]))
     for start, end in _zh_names(text):
-        take(start, end, Entity("name", text[start:end]))
+        claims.take(start, end, Entity("name", text[start:end]))
     for m in _PLACE.finditer(text):
-        take(m.start(), m.end(), Entity("name", m[0]))  # a known place is a name
+        claims.take(m.start(), m.end(), Entity("name", m[0]))  # a known place is a name
     if _is_zh(text):
         for m in _LATIN_IN_ZH.finditer(text):
             if m[1].lower() not in _TERMS:
-                take(m.start(1), m.end(1), Entity("name", m[1].lower()))
+                claims.take(m.start(1), m.end(1), Entity("name", m[1].lower()))
     else:
-        for m in _ACRONYM.finditer(text):
-            if m[1] not in _EN_STOP_CAPS:
-                take(m.start(1), m.end(1), Entity("name", m[1].lower()))
-        for m in _CAPITALISED.finditer(text):
-            if m[1] not in _EN_STOP_CAPS:
-                take(m.start(1), m.end(1), Entity("name", m[1].lower()))
-        for m in _SINGLE_CAP.finditer(text):
-            if m[1] not in ("I",) and not (m.start() == 0 and text[1:2] == " " and text[2:3].islower()):
-                take(m.start(1), m.end(1), Entity("name", m[1].lower()))
-    found.sort(key=lambda item: item[0])
-    seen: set[Entity] = set()
-    ordered = []
-    for _, entity in found:
-        if entity not in seen:
-            seen.add(entity)
-            ordered.append(entity)
-    return ordered
+        _english_names(text, claims)
+
+
+def _english_names(text: str, claims: _Claims) -> None:
+    for m in _ACRONYM.finditer(text):
+        if m[1] not in _EN_STOP_CAPS:
+            claims.take(m.start(1), m.end(1), Entity("name", m[1].lower()))
+    for m in _CAPITALISED.finditer(text):
+        if m[1] not in _EN_STOP_CAPS:
+            claims.take(m.start(1), m.end(1), Entity("name", m[1].lower()))
+    for m in _SINGLE_CAP.finditer(text):
+        if m[1] not in ("I",) and not (m.start() == 0 and text[1:2] == " " and text[2:3].islower()):
+            claims.take(m.start(1), m.end(1), Entity("name", m[1].lower()))
+
+
+# Precedence: a money amount or a date claims its digits before they can read as a bare
+# number, a file name before it can read as a name.
+_EXTRACTORS = (_money_dates_times, _codes_versions, _numbers, _styles_documents, _names)
+
+
+def extract_entities(text: str) -> list[Entity]:
+    """Entities of one case-preserving normalised text, in order of first appearance."""
+    claims = _Claims()
+    for extract in _EXTRACTORS:
+        extract(text, claims)
+    return claims.in_order()

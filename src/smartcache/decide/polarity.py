@@ -1,0 +1,50 @@
+"""Plain Chinese negation: whether one request negates what the other asks.
+
+    >>> _polarity_differs("有哪些冬眠的动物", "有哪些不冬眠的动物")
+    True
+    >>> _polarity_differs("空调打不开", "空调开不了")
+    False
+"""
+
+from __future__ import annotations
+
+import re
+
+# A plain Chinese 不 / 没 / 未 / 无法 before what is asked about ("不刷屏", "不冬眠的动物",
+# "没飞过"): a request with one asks the opposite of the same words without it. Not
+# negations: fixed words (不错, 差不多), A-not-A questions (是不是, 有没有), and complements
+# of ability or result (打不开, 连不上), which complain rather than negate and are often
+# worded without one.
+_ZH_NOT_WORDS = re.compile(
+    r"不错|不过|不同|不一样|不少|不断|不久|不然|不仅|不但|不管|不如|不止|不光|不妨|不禁|不愧|不料|不像话|"
+    r"差不多|不好意思|对不起|了不起|不客气|来不及|不得不|不得了|说不定|要不|不一定|没事|没关系|没错|没想到|"
+    r"打不通|行不通|走不通|(.)[不没]\1|可不可|有没|"
+    r"(?<![我你他她它们])[\u4e00-\u9fff]不[了上到开动起来下去出进见着住完懂清掉]")
+_ZH_NOT = re.compile(r"不|没有?|未|无法")
+# Past adverbs and modals to what a negation negates ("不太上网": 上网, "不能吃": 吃).
+_ZH_MODALS = re.compile(r"^(?:太|很|再|也|都|要|会|能|可以|想|用|准|许|该|应该|必)+")
+_CJK_PAIR = re.compile(r"^[\u4e00-\u9fff]{2}")
+# Complaints are worded with a negation and without one ("调节了不好使" / "不能调节了").
+_ZH_MALFUNCTION = re.compile(r"不好使|不管用|不灵|不行|失败|坏了|故障|不了|报错|出错")
+
+
+def _negations_of_shared(text: str, other: str) -> int:
+    """Plain negations in ``text`` of words that ``other`` has too: "不冬眠" against "冬眠".
+    One of something the other request never mentions ("顺带说一句我平时不太上网，…") is
+    added background, not a reversal."""
+    text = _ZH_NOT_WORDS.sub("，", text)
+    count = 0
+    for m in _ZH_NOT.finditer(text):
+        rest = text[m.end():]
+        negated = {p.group(0) for p in (_CJK_PAIR.match(rest), _CJK_PAIR.match(_ZH_MODALS.sub("", rest))) if p}
+        count += any(word in other for word in negated)
+    return count
+
+
+def _polarity_differs(a: str, b: str) -> bool:
+    """One request negates what the other asks plainly. Both negating, each its own word
+    ("为什么我没微粒贷资格" / "为啥我不能体验微粒贷"), is no reversal."""
+    if _ZH_MALFUNCTION.search(a) or _ZH_MALFUNCTION.search(b):
+        return False
+    total = lambda t: len(_ZH_NOT.findall(_ZH_NOT_WORDS.sub("，", t)))
+    return total(a) % 2 != total(b) % 2 and _negations_of_shared(a, b) % 2 != _negations_of_shared(b, a) % 2

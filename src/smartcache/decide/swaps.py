@@ -1,0 +1,210 @@
+"""What one request changed from the other: a swapped word, noun or role, an opposite,
+two entities the other way round, an edited prior turn, another term to define.
+
+Each compares the two texts (or their entity sets) of a candidate and the request; the
+judge and the evidence both ask them.
+
+    >>> substituted_spans("帮我写一封请假邮件", "帮我写一封投诉邮件")
+    [('请假', '投诉')]
+    >>> _roles_swapped("男生说女生可爱", "女生说男生可爱", ("男生", "女生"))
+    ('女生', '男生')
+    >>> _opposite_swap("小货车用什么牌子的轮胎好", "大货车轮胎什么牌子好")
+    ('小', '大')
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+
+from smartcache.decide.tokens import (
+    _FILLER, _PLACEHOLDER, _QUESTION_WORDS, _SHOWN, _common_share, _is_form_word, _tokens,
+)
+from smartcache.fingerprint import has_reference
+from smartcache.fingerprint.lexicon import word_opposites
+
+_MAX_SLOT = 4   # a swapped word: up to 4 CJK characters or 4 English words; longer is a rephrasing
+
+
+def substituted_spans(a: str, b: str) -> list[tuple[str, str]]:
+    """Spans that one text replaces in the other, when the two are otherwise the same
+    sentence (a "minimal pair"); synonym swaps are not listed. Empty when the texts
+    are rephrasings rather than one-slot edits."""
+    ta, tb = _tokens(a), _tokens(b)
+    if not ta or not tb:
+        return []
+    if _common_share(ta, tb) < 0.5:
+        return []
+    matcher = difflib.SequenceMatcher(None, ta, tb, autojunk=False)
+    joiner = lambda toks: ("" if all(len(t) == 1 and t >= "\u3400" for t in toks) else " ").join(toks)
+    replaced = [(i1, i2, j1, j2) for op, i1, i2, j1, j2 in matcher.get_opcodes() if op == "replace"]
+    # One swapped slot is a different task; several replaced stretches are a rephrasing
+    # (words reordered), which the similarity zones judge instead.
+    if len(replaced) != 1:
+        return []
+    i1, i2, j1, j2 = replaced[0]
+    if i2 - i1 > _MAX_SLOT or j2 - j1 > _MAX_SLOT:
+        return []
+    # A side made only of question words and synonym stand-ins ("how do i" / "what are the
+    # steps to") swaps the form of the question, not its subject.
+    if any(all(_is_form_word(t) for t in side) for side in (ta[i1:i2], tb[j1:j2])):
+        return []
+    return [(joiner(ta[i1:i2]).translate(_SHOWN), joiner(tb[j1:j2]).translate(_SHOWN))]
+
+
+_BARE = re.compile(r"num:(\d+(?:\.\d+)?)$")
+# A quantity with a unit or a currency: "num:4day", "money:cny:5000".
+_WITH_UNIT = re.compile(r"(?:num:(\d+(?:\.\d+)?)[^\d.]|money:[a-z]+:(\d+(?:\.\d+)?)$)")
+
+
+def _align_numbers(mine: set[str], theirs: set[str]) -> tuple[set[str], set[str]]:
+    """A bare number on one side and the same number with a unit or currency on the other
+    are one quantity typed two ways ("a 4-day trip" / "for 4 days", "预算5000以内" /
+    "预算不超过5000块")."""
+    value = lambda m: m.group(1) or m.group(2)
+    def align(a: set[str], b: set[str]) -> set[str]:
+        out = set(a)
+        for key in a:
+            bare = _BARE.match(key)
+            if bare:
+                unit = next((k for k in b if _WITH_UNIT.match(k) and value(_WITH_UNIT.match(k)) == bare.group(1)), None)
+                if unit:
+                    out.discard(key)
+                    out.add(unit)
+        return out
+    return align(mine, theirs), align(theirs, mine)
+
+
+def _canonical_noun(noun: str) -> str:
+    return _PLACEHOLDER.get(noun, noun)
+
+
+def _noun_swap(mine: tuple[str, ...], theirs: tuple[str, ...]) -> tuple[list[str], list[str]] | None:
+    """Nouns the cached request has that this one lacks *and* nouns this one has that the
+    cached lacks: the subject was swapped ("电饭煲" -> "运动手表"). Only one side's extra
+    nouns ("我的耳机" / "耳机出了故障") is a rephrasing. A noun that contains, or is
+    contained in, one on the other side ("手表" / "运动手表") is the same noun."""
+    a = {_canonical_noun(n) for n in mine}
+    b = {_canonical_noun(n) for n in theirs}
+    extra_mine = sorted(n for n in a - b if not any(n in m or m in n for m in b))
+    extra_theirs = sorted(n for n in b - a if not any(n in m or m in n for m in a))
+    return (extra_theirs, extra_mine) if extra_mine and extra_theirs else None
+
+
+def _edited_turn(mine: tuple[str, ...], theirs: tuple[str, ...]) -> str | None:
+    """A prior turn that is a near copy of its counterpart with something changed
+    ("给经理写" / "给同事写"): the two conversations are about different things, however
+    close their vectors. Rephrased turns (little in common) are left to the context cosine."""
+    if len(mine) != len(theirs):
+        return None
+    for a, b in zip(mine, theirs):
+        ta, tb = _tokens(a), _tokens(b)
+        if ta != tb and max(_common_share(ta, tb), _common_share(tb, ta)) >= 0.4:
+            return a
+    return None
+
+
+# Wordings in which the order of two entities carries meaning: from/to, A vs B.
+_ORDER_MATTERS = re.compile(r"从.+(?:到|去|至)|飞|比|还是|\bfrom\b.+\bto\b|\bvs\.?\b|\bversus\b|\bthan\b|\bor\b|\bbetween\b|"
+                            r"\bto\b.+\bfrom\b")
+
+
+def _anaphora(x: str, y: str, text_x: str, text_y: str) -> bool:
+    """'it' for a noun the same sentence already names ("I forgot my password, how do I reset it?")."""
+    return (has_reference(y) and x in text_y) or (has_reference(x) and y in text_x)
+
+
+
+_ENGLISH_WORD = re.compile(r"[a-z][a-z'-]{2,}")
+# Adjacent, joined by a conjunction, or one modifying the other ("八宝粥哪个牌子" / "那个牌子的
+# 八宝粥"): a list or a compound, not two roles.
+_CONJOINED = r"\s*(?:和|与|跟|及|或|、|,|，|/|\band\b|\bor\b|&|的|之|[哪那这][个种家款]|\bof\b|'s)?\s*"
+
+
+def _exchange(text: str, x: str, y: str) -> str:
+    pattern = (lambda w: rf"\b{re.escape(w)}\b" if w.isascii() else re.escape(w))
+    return re.sub(f"{pattern(x)}|{pattern(y)}", lambda m: y if m.group(0) == x else x, text)
+
+
+def _roles_swapped(a: str, b: str, nouns: tuple[str, ...]) -> tuple[str, str] | None:
+    """Two words of both requests that trade places, the rest unchanged: "男生说女生可爱" /
+    "女生说男生可爱", "what do Indians find annoying in foreigners" / "... foreigners ... Indians".
+    Found by exchanging them in one text and seeing it become the other. Words side by side
+    ("韩国电影爱人" / "韩国爱人电影") or joined by "和" / "and" ("苹果和香蕉哪个好") are a
+    compound or a symmetric list: their order is no role."""
+    a, b = a.lower(), b.lower()
+    words = set(nouns) | (set(_ENGLISH_WORD.findall(a)) & set(_ENGLISH_WORD.findall(b)))
+    words -= _FILLER | _QUESTION_WORDS
+    both = sorted(w for w in words if w in a and w in b)
+    if len(both) < 2 or len(both) > 12:
+        return None
+    ta, tb = _tokens(a), _tokens(b)
+    # Two words trading places keep the words: texts that share few cannot be a swap of each
+    # other (the share test below needs 0.85), so the pairwise exchanges are skipped.
+    if len(set(ta) & set(tb)) < 0.5 * max(len(set(ta)), len(set(tb))):
+        return None
+    base = _common_share(ta, tb)
+    for i, x in enumerate(both):
+        for y in both[i + 1:]:
+            if x in y or y in x:
+                continue
+            if any(re.search(f"{re.escape(p)}{_CONJOINED}{re.escape(q)}", t)
+                   for p, q in ((x, y), (y, x)) for t in (a, b)):
+                continue
+            share = _common_share(_tokens(_exchange(a, x, y)), tb)
+            if share >= 0.85 and share >= base + 0.1:
+                return x, y
+    return None
+
+
+# A question about what a term means is about that term exactly: "初战告捷的捷是什么意思" asks
+# about one character of "初战告捷", "大本命是什么意思" about another word than "本命".
+# The marker must end its clause: "是指什么生肖" asks for a zodiac sign, not a meaning.
+_ZH_MEANING = re.compile(r"(?:是什么意思|什么意思|是啥意思|啥意思|的意思是什么|的意思是|是指什么|指什么|"
+                         r"的含义是什么|是什么含义|什么含义|的含义)(?=[啊呀呢吗嘛？?。！!~～\s,，]|$)")
+_EN_MEANING = re.compile(r"\bwhat does (.+?) mean\b|\bwhat is the meaning of (.+?)(?:[?.!]|$)|"
+                         r"\bmeaning of (.+?)(?:[?.!]|$)|\bdefinition of (.+?)(?:[?.!]|$)")
+_CLAUSE_BREAK = re.compile(r"[，,。？?！!；;：:\s]+")
+_TERM_NOISE = re.compile(r"这个词|这句话|这句|这个|那个|这|那|请问|你好|一般|都|它|的$|^的|"
+                         r"[\"'“”‘’《》「」`]|^the |^a |^an ")
+
+
+def _defined_term(text: str) -> str | None:
+    """The term whose meaning the request asks for, or None when it asks something else
+    (or only "这是什么意思", whose term is the context's)."""
+    low = text.lower()
+    m = _EN_MEANING.search(low)
+    if m:
+        term = next(g for g in m.groups() if g)
+    else:
+        m = _ZH_MEANING.search(low)
+        if not m:
+            return None
+        term = _CLAUSE_BREAK.split(low[:m.start()])[-1]
+    term = _TERM_NOISE.sub("", term.strip()).strip()
+    return term or None
+
+
+# Words whose swap for each other asks the opposite: never a rephrasing, however many other
+# stretches also changed ("小货车用什么牌子的轮胎好" / "大货车轮胎什么牌子好"). Not more / less:
+# a comparison is as often reworded from its other side ("A uses less than B" / "B needs more").
+_OPPOSITES = word_opposites()
+
+
+def _opposite_swap(a: str, b: str) -> tuple[str, str] | None:
+    """A word of one request replaced by its opposite in the other."""
+    ta, tb = _tokens(a), _tokens(b)
+    matcher = difflib.SequenceMatcher(None, ta, tb, autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op != "replace":
+            continue
+        mine, theirs = set(ta[i1:i2]), set(tb[j1:j2])
+        for x in mine - theirs:
+            for y in theirs - mine:
+                if frozenset((x, y)) in _OPPOSITES:
+                    return x, y
+    return None
+
+
+def _order_swapped(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    return len(a) >= 2 and sorted(a) == sorted(b) and list(a) != list(b)

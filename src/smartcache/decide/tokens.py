@@ -1,0 +1,82 @@
+"""The tokens two requests are diffed by, and how much of one the other shares.
+
+Chinese is diffed by character, English by word; fillers are dropped first and every
+synonym becomes one placeholder character of its group, so a rephrasing with synonyms
+diffs as no change at all.
+
+    >>> _tokens("How many tickets are left?")
+    ('how', 'many', 'ticket', 'left')
+    >>> _common_share(_tokens("怎么部署这个服务"), _tokens("如何部署这个服务"))
+    1.0
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from functools import lru_cache
+
+from smartcache.fingerprint.lexicon import synonym_groups, words_of_kind
+
+# Spans that may replace each other without changing what is asked (data/lexicon/*.toml).
+_SYNONYMS = [frozenset(words) for words, _ in synonym_groups()]
+# Groups that are the form of a question or a courtesy, not its subject: a swap between
+# one of these and anything is a rephrasing.
+_FORM_GROUPS = frozenset(i for i, (_, form) in enumerate(synonym_groups()) if form)
+# Tokens dropped before diffing. Chinese is diffed by character, so only particles
+# that are never part of a content word are dropped ("请" is not: "请假").
+_FILLER = words_of_kind("filler")
+_TOKEN = re.compile(r"[\u3400-\u9fff\ue000-\uf8ff]|[a-z0-9_.+#'-]+", re.I)
+
+
+# Chinese politeness and measure fillers, stripped as phrases before the per-character diff.
+_ZH_FILLER = re.compile(r"一下|请问|麻烦你?|帮忙|帮我|给我|能不能|可不可以|可以|能否|大概|大约|一般|1个|个(?![人税性体])|是|要(?!求)|(?<=\d)[份篇封张条本首]")
+# Every synonym becomes its group's placeholder character before the diff, so that
+# "多长时间" / "多久" is one token on both sides, not a partial character match.
+_SYNONYM_MEMBERS = sorted({m for group in _SYNONYMS for m in group}, key=len, reverse=True)
+_SYNONYM_RX = re.compile("|".join(rf"\b{re.escape(m)}\b" if m.isascii() else re.escape(m) for m in _SYNONYM_MEMBERS))
+_PLACEHOLDER = {m: chr(0xE000 + i) for i, group in enumerate(_SYNONYMS) for m in group}
+_SHOWN = str.maketrans({chr(0xE000 + i): "|".join(sorted(group, key=len)[:2]) for i, group in enumerate(_SYNONYMS)})
+
+
+@lru_cache(maxsize=65536)
+def _tokens(text: str) -> tuple[str, ...]:
+    """The diff's tokens of a text; memoised, since every rule of every candidate diffs the same
+    request text (and tuples, so no caller can change a shared result)."""
+    text = _ZH_FILLER.sub("", text.lower())
+    text = _SYNONYM_RX.sub(lambda m: _PLACEHOLDER[m.group(0)], text)
+    tokens = (t.strip(".'-") or t for t in _TOKEN.findall(text))     # quotes around a word are not part of it
+    return tuple(_singular(t) for t in tokens if t not in _FILLER)
+
+
+def _singular(token: str) -> str:
+    """'tickets' and 'ticket' are one word to the diff ('status', 'bus' stay)."""
+    if len(token) > 4 and token.isascii() and token.endswith("s") and not token.endswith(("ss", "us", "is")):
+        return token[:-1]
+    return token
+
+
+def _common_share(ta: list[str], tb: list[str]) -> float:
+    # A synonym placeholder stands for a word, so it weighs as two characters.
+    weight = lambda toks: sum(2 if "\ue000" <= t <= "\uf8ff" else 1 for t in toks)
+    matcher = difflib.SequenceMatcher(None, ta, tb, autojunk=False)
+    common = sum(weight(ta[b.a:b.a + b.size]) for b in matcher.get_matching_blocks())
+    return common / max(weight(ta), weight(tb), 1)
+
+
+
+# Question words: a swap of one for another is a rephrasing the skeleton check already judged.
+_QUESTION_WORDS = words_of_kind("question")
+
+
+def _is_form_word(token: str) -> bool:
+    if "\ue000" <= token[:1] <= "\uf8ff":
+        return ord(token[0]) - 0xE000 in _FORM_GROUPS
+    return token in _QUESTION_WORDS or token in ("这", "那", "它")
+
+
+
+def _is_question_words(span: str) -> bool:
+    words = span.split() if " " in span or span.isascii() else [span]
+    return all(w in _QUESTION_WORDS or "\ue000" <= w[:1] <= "\uf8ff" for w in words)
+
