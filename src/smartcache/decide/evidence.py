@@ -35,6 +35,7 @@ import numpy as np
 from smartcache.decide.decision import Reason, Zone
 from smartcache.decide.match import MODIFY, _UNRESOLVED_REFERENCE, context_similarity
 from smartcache.decide.polarity import _polarity_differs
+from smartcache.decide.rules import ReasonCode as R
 from smartcache.decide.swaps import (
     _ORDER_MATTERS, _align_numbers, _anaphora, _defined_term, _edited_turn, _noun_swap, _opposite_swap,
     _order_swapped, _roles_swapped, substituted_spans,
@@ -70,8 +71,8 @@ _INDEX = {name: i for i, name in enumerate(FEATURES)}
 _NEGATORS = frozenset("别 不 没 勿 禁 无 未 非 莫 甭 not don't dont never no without avoid "
                       "shouldn't can't cannot won't doesn't isn't aren't".split())
 # Rule codes that are hard vetoes. Everything else the rules say is a signal for the verifier.
-HARD_VETOES = frozenset({"quantity_change", "intent_reversal", "opposite_actions", "direction_reversed",
-                         "context_dependent"})
+HARD_VETOES = frozenset({R.QUANTITY_CHANGE, R.INTENT_REVERSAL, R.OPPOSITE_ACTIONS, R.DIRECTION_REVERSED,
+                         R.CONTEXT_DEPENDENT})
 # A route: which end it starts from is its meaning. "A or B", "A vs B" are symmetric and stay evidence.
 _FROM = re.compile(r"从|\bfrom\s", re.I)
 
@@ -145,9 +146,9 @@ class _Tally:
         if feature:
             self.put(feature, 1.0)
         reason = Reason(code, detail, self.entry_id)
-        if code in HARD_VETOES and self.veto is None:
+        if reason.code in HARD_VETOES and self.veto is None:
             self.veto = reason
-        elif code not in HARD_VETOES:
+        elif reason.code not in HARD_VETOES:
             self.signals.append(reason)
 
 
@@ -243,7 +244,7 @@ def _entities(tally: _Tally, probe: Signature, cached: Signature, context: float
     old_values = {v for v in map(_quantity, dropped) if v is not None}
     if new_values - old_values and old_values - new_values:
         tally.signal("quantity_change", f"{sorted(old_values - new_values)} -> {sorted(new_values - old_values)}")
-        if tally.veto is not None and tally.veto.code == "quantity_change":   # "预算提高到八千" changes a condition
+        if tally.veto is not None and tally.veto.code is R.QUANTITY_CHANGE:   # "预算提高到八千" changes a condition
             tally.veto_zone = Zone.HALF_HIT if modifies else Zone.MISS
     if added and dropped:
         tally.signal("entity_change", f"{sorted(dropped)} -> {sorted(added)}")

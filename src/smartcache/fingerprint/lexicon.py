@@ -1,9 +1,9 @@
 r"""Language knowledge as data: the lexicon files ``data/lexicon/{zh,en}.toml`` and their loader.
 
 Each concept is defined once, in its language's file, and the rule tables are derived
-from it: ``tags._ACTIONS`` and ``tags.ANTONYMS`` (regex parts), ``match._SYNONYMS``,
-``match._FORM_GROUPS``, ``match._OPPOSITES``, ``match._FILLER`` and
-``match._QUESTION_WORDS``. The schema is written at the top of each file.
+from it: ``tags._ACTIONS`` and ``tags.ANTONYMS`` (regex parts), ``tokens._SYNONYMS``,
+``tokens._FORM_GROUPS``, ``swaps._OPPOSITES``, ``tokens._FILLER`` and
+``tokens._QUESTION_WORDS``. The schema is written at the top of each file.
 
     >>> "开启" in next(c for c in load_lexicon("zh").concepts if c.name == "enable").members("action")
     True
