@@ -68,7 +68,16 @@ def context_similarity(fp: Fingerprint, entry: Entry) -> float | None:
         return 1.0
     if fp.context_vector is None or entry.context_vector is None:
         return None
-    return float(np.dot(fp.context_vector, entry.context_vector))
+    # Stores keep context vectors in float16. Compared as they come, one context against
+    # itself lands anywhere in 1 +- 1e-5, on either side of the verifier's "same context"
+    # split (trained in float32, at 1 - 1.2e-7). Both sides rounded alike, a context equals
+    # itself exactly, and any other pair is a cosine of the rounded vectors.
+    probe = fp.context_vector.astype(np.float16).astype(np.float32)
+    cached = entry.context_vector.astype(np.float16).astype(np.float32)
+    if np.array_equal(probe, cached):
+        return 1.0
+    norms = float(np.linalg.norm(probe) * np.linalg.norm(cached))
+    return float(np.dot(probe, cached)) / norms if norms else 0.0
 
 
 _UNRESOLVED_REFERENCE = re.compile(r"那家|这家|那个|它|\bit\b|\bthat one\b|\bthis one\b|\bthere\b")
