@@ -102,3 +102,10 @@ def test_evidence_sees_the_history(cache):
     e = evidence_of(cache, history + [U("三体的作者是谁")], history + [U("它的作者是谁")])
     x = dict(zip(FEATURES, e.features))
     assert x["same_history"] == 1.0 and x["context_similarity"] == 1.0 and x["probe_has_context"] == 1.0
+
+
+def test_the_packaged_model_is_parsed_once_and_read_only() -> None:
+    first, second = TreeVerifier.load(features=FEATURES), TreeVerifier.load()
+    assert first is second      # every cache of the process shares it
+    with pytest.raises(ValueError):
+        first.threshold[0, 0] = 0.0

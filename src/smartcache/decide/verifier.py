@@ -14,6 +14,7 @@ microseconds, not a Python loop per node.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from importlib import resources
@@ -122,11 +123,7 @@ class TreeVerifier:
         """The packaged model (``data/verifier.json``) or the one at ``path``; checks that it
         was trained on ``features`` in that order."""
         try:
-            if path is None:
-                text = resources.files("smartcache").joinpath("data/verifier.json").read_text(encoding="utf-8")
-            else:
-                text = Path(path).read_text(encoding="utf-8")
-            model = cls.from_json(json.loads(text))
+            model = _packaged() if path is None else cls.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
         except (OSError, ValueError, KeyError) as exc:
             raise ConfigError(f"cannot load the verifier model {path or 'data/verifier.json'}: {exc}") from exc
         if features is not None and tuple(features) != model.features:
@@ -159,6 +156,18 @@ class TreeVerifier:
         baseline = np.asarray(model._baseline_prediction, np.float64).reshape(-1)
         return cls.from_json({"format": FORMAT, "classes": list(CLASSES), "features": list(features),
                               "baseline": baseline.tolist(), "trees": trees, "meta": meta or {}})
+
+
+@functools.cache
+def _packaged() -> TreeVerifier:
+    """The packaged model, parsed once per process (about 0.1 s) and shared by every cache:
+    its arrays are made read-only, so no cache can change another's model."""
+    text = resources.files("smartcache").joinpath("data/verifier.json").read_text(encoding="utf-8")
+    model = TreeVerifier.from_json(json.loads(text))
+    for array in (model.feature, model.threshold, model.left, model.right, model.value, model.leaf,
+                  model.sizes, model.baseline):
+        array.setflags(write=False)
+    return model
 
 
 def _max_depth(left: np.ndarray, right: np.ndarray, leaf: np.ndarray) -> int:
