@@ -36,7 +36,9 @@ _ZH_FILLER = re.compile(r"一下|请问|麻烦你?|帮忙|帮我|给我|能不�
 _SYNONYM_MEMBERS = sorted({m for group in _SYNONYMS for m in group}, key=len, reverse=True)
 _SYNONYM_RX = re.compile("|".join(rf"\b{re.escape(m)}\b" if m.isascii() else re.escape(m) for m in _SYNONYM_MEMBERS))
 _PLACEHOLDER = {m: chr(0xE000 + i) for i, group in enumerate(_SYNONYMS) for m in group}
-_SHOWN = str.maketrans({chr(0xE000 + i): "|".join(sorted(group, key=len)[:2]) for i, group in enumerate(_SYNONYMS)})
+# Shortest first, ties in alphabetical order: a frozenset's order changes with the hash seed.
+_SHOWN = str.maketrans({chr(0xE000 + i): "|".join(sorted(group, key=lambda w: (len(w), w))[:2])
+                        for i, group in enumerate(_SYNONYMS)})
 
 
 @lru_cache(maxsize=65536)
