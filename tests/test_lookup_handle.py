@@ -8,12 +8,14 @@ entry the messages would.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from fastapi.testclient import TestClient
 
 from conftest import A, U
 from smartcache import InvalidRequest, SmartCache, Zone, load_config
-from smartcache.decide import ReasonCode
+from smartcache.decide import Decision, ReasonCode
 from smartcache.engine.fake import FakeEngine
 from smartcache.gateway import GatewaySettings, create_app
 from smartcache.lookup import CacheRequest, Lookup
@@ -104,3 +106,39 @@ def test_the_gateway_fingerprints_a_request_once(encoder) -> None:
                             headers={"x-session-id": "s1"})
         assert "regenerate" in again.headers["x-smartcache-reason"]
         assert len(fingerprints) == 3
+
+
+def test_a_bare_correction_is_refused_whatever_settled_its_lookup(make_cache) -> None:
+    """Beside a reset, or with change detection off (an ablation), it still means nothing alone."""
+    cache = make_cache()
+    both = cache.lookup([U("错了，重新开始吧，帮我订去北京的机票")], session="s1")
+    assert both.has_reason(ReasonCode.RESET) and not both.cacheable
+    assert cache.store(both, "好的。").reason is ReasonCode.CORRECTION
+    ablated = make_cache(use_change_detection=False)
+    for text in ("不对", "不对，改走B方案"):
+        assert ablated.store([U(text)], "好的。", session="s1").reason is ReasonCode.CORRECTION
+
+
+def test_a_handle_is_stored_only_by_the_cache_that_read_it(make_cache) -> None:
+    one, other = make_cache(), make_cache()
+    found = one.lookup(ASK, session="s1")
+    with pytest.raises(InvalidRequest, match="another SmartCache"):
+        other.store(found, "答案")
+    with pytest.raises(InvalidRequest):
+        one.store(dataclasses.replace(found.request, tenant=""), "答案")
+    with pytest.raises(InvalidRequest):
+        one.store(dataclasses.replace(found.request, session="x" * 1000), "答案")
+    plain = Decision(found.zone, found.reasons)
+    with pytest.raises(InvalidRequest, match="no request"):
+        one.store(plain, "答案")
+    assert one.store(messages=ASK, answer="答案", session="s1").stored    # the keyword names of before
+
+
+def test_bad_arguments_are_refused_before_the_request_is_read(cache) -> None:
+    fingerprints = counting(cache.fingerprinter, "fingerprint")
+    for bad in ({"ttl": -1}, {"scope": "everyone"}, {"prompt_tokens": 7.5}):
+        with pytest.raises(InvalidRequest):
+            cache.store(ASK, "答案", session="s1", **bad)
+    with pytest.raises(InvalidRequest):
+        cache.store(ASK, 42, session="s1")
+    assert fingerprints == []

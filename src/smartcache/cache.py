@@ -17,6 +17,7 @@ reason, and is counted.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import operator
 import threading
@@ -40,6 +41,7 @@ from smartcache.store import Answer, Entry, EntryId, EntryState, MemoryStore, Sc
 from smartcache.store.guard import GuardedStore, StoreHealth
 
 log = logging.getLogger("smartcache")
+_CACHES = itertools.count(1)
 
 
 @dataclass(frozen=True)
@@ -92,17 +94,6 @@ def _check_id(value: object, what: str, *, required: bool) -> str | None:
     return value
 
 
-def _refusal(request: CacheRequest, answer: str) -> ReasonCode | None:
-    """Why the answer to ``request`` must not be written, or None."""
-    if not answer.strip():
-        return ReasonCode.EMPTY_ANSWER
-    if request.conversation.has_tool_calls:
-        return ReasonCode.TOOL_CALLS
-    if request.gate is not None and not request.gate.cacheable:
-        return request.gate.reason.code
-    return None
-
-
 class SmartCache:
     """A context-aware semantic cache. Thread-safe; build one per process and share it."""
 
@@ -130,6 +121,7 @@ class SmartCache:
                                verifier=verifier)
         self._counts: Counter[str] = Counter()
         self._lock = threading.Lock()
+        self._identity = next(_CACHES)      # stamps the requests it reads (an id() can be reused)
 
     # -- the pipeline -----------------------------------------------------------------
 
@@ -149,7 +141,8 @@ class SmartCache:
         view = build_view(conversation, self.config.context)
         fp = self.fingerprinter.fingerprint(view)
         version = VersionKey.from_mapping(versions, system_prompt=view.system_hash)
-        return CacheRequest(tenant, session, conversation, fp, version, self.decider.gate(fp))
+        return CacheRequest(tenant, session, conversation, fp, version, self.decider.gate(fp),
+                            made_by=self._identity)
 
     def lookup(self, messages: Any, *, session: str | None = None, tenant: str = "default",
                versions: Mapping[str, object] | None = None) -> Lookup:
@@ -197,32 +190,23 @@ class SmartCache:
             self._count("store_errors")
         return decision
 
-    def store(self, request: Lookup | CacheRequest | Any, answer: str, *, session: str | None = None,
+    def store(self, messages: Lookup | CacheRequest | Any, answer: str, *, session: str | None = None,
               tenant: str | None = None, versions: Mapping[str, object] | None = None, scope: str = "session",
               ttl: float | None = None, prompt_tokens: int = 0) -> StoreResult:
         """Write the answer given to a request as a PENDING entry (not servable until promoted).
 
-        ``request`` is what ``lookup`` returned (or ``prepare``), which carries its session,
-        tenant and versions; or the messages themselves, with those given here. Call it only
-        once the answer is complete. Refuses (``stored=False``) what must never be cached:
-        time-sensitive or high-risk requests, empty answers, tool calls.
+        ``messages`` are the request's messages, with its session, tenant and versions given
+        here; or what ``lookup`` (or ``prepare``) of this cache returned, which carries them.
+        Call it only once the answer is complete. Refuses (``stored=False``, ``reason`` a
+        ``ReasonCode``) what must never be cached: time-sensitive or high-risk requests, empty
+        answers, tool calls, a correction without the history it corrects.
         """
-        if isinstance(request, Lookup):
-            request = request.request
-        if isinstance(request, CacheRequest):
-            if session is not None or tenant is not None or versions is not None:
-                raise InvalidRequest("session, tenant and versions come with the lookup; do not pass them again")
-        else:
-            request = self.prepare(request, session=session, tenant="default" if tenant is None else tenant,
-                                   versions=versions)
         if not isinstance(answer, str):
             raise InvalidRequest("answer must be a string")
         try:
             scope_value = Scope(scope)
         except ValueError:
             raise InvalidRequest(f"scope must be 'session' or 'global', got {scope!r}") from None
-        if scope_value is Scope.SESSION and request.session is None:
-            raise InvalidRequest("a session-scoped entry needs a session id")
         if ttl is not None and (not isinstance(ttl, (int, float)) or not ttl > 0):     # not > 0: NaN too
             raise InvalidRequest("ttl must be a positive number of seconds")
         try:
@@ -231,7 +215,10 @@ class SmartCache:
             prompt_tokens = -1
         if prompt_tokens < 0:
             raise InvalidRequest("prompt_tokens must be a non-negative integer")
-        refusal = _refusal(request, answer)
+        request = self._request_of(messages, session=session, tenant=tenant, versions=versions)
+        if scope_value is Scope.SESSION and request.session is None:
+            raise InvalidRequest("a session-scoped entry needs a session id")
+        refusal = self._refusal(request, answer)
         if refusal is not None:
             self._count("store_refusals")
             return StoreResult(False, None, None, refusal)
@@ -244,6 +231,33 @@ class SmartCache:
             return StoreResult(False, None, None, ReasonCode.STORE_ERROR, str(exc))
         self._count("stores")
         return StoreResult(True, entry.cache_id, entry.state, None, "written as pending")
+
+    def _request_of(self, messages: Lookup | CacheRequest | Any, *, session: str | None, tenant: str | None,
+                    versions: Mapping[str, object] | None) -> CacheRequest:
+        """The request ``store`` writes: a handle of this cache as it is, or messages read now."""
+        if isinstance(messages, Lookup):
+            messages = messages.request
+        elif isinstance(messages, Decision):
+            raise InvalidRequest("a Decision carries no request: pass what lookup() returned, or the messages")
+        if not isinstance(messages, CacheRequest):
+            return self.prepare(messages, session=session, tenant="default" if tenant is None else tenant,
+                                versions=versions)
+        if session is not None or tenant is not None or versions is not None:
+            raise InvalidRequest("session, tenant and versions come with the lookup; do not pass them again")
+        # A handle of another cache holds vectors of its encoder and the verdict of its rules.
+        if messages.made_by != self._identity:
+            raise InvalidRequest("this lookup was made by another SmartCache; store it there, or pass the messages")
+        _check_id(messages.session, "session", required=False)
+        _check_id(messages.tenant, "tenant", required=True)
+        return messages
+
+    def _refusal(self, request: CacheRequest, answer: str) -> ReasonCode | None:
+        """Why the answer to ``request`` must not be written, or None."""
+        if not answer.strip():
+            return ReasonCode.EMPTY_ANSWER
+        if request.conversation.has_tool_calls:
+            return ReasonCode.TOOL_CALLS
+        return self.decider.refusal(request.fingerprint, request.gate)
 
     def _entry(self, request: CacheRequest, answer: str, scope: Scope, ttl: float | None,
                prompt_tokens: int) -> Entry:

@@ -25,7 +25,8 @@ from smartcache.store import VersionKey
 @dataclass(frozen=True)
 class CacheRequest:
     """One request as the cache read it: who asks, the parsed conversation, its fingerprint,
-    its version key, and the gate's verdict (None: the candidates decide)."""
+    its version key, and the gate's verdict (None: the candidates decide). ``made_by``
+    names the cache that read it (a number unique in the process): only that one stores it."""
 
     tenant: str
     session: str | None
@@ -33,6 +34,7 @@ class CacheRequest:
     fingerprint: Fingerprint
     version: VersionKey
     gate: Gate | None
+    made_by: int = field(default=0, kw_only=True, repr=False)
 
 
 @dataclass(frozen=True)

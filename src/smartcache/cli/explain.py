@@ -55,7 +55,8 @@ def explain_case(cache: SmartCache, case: dict[str, Any]) -> dict[str, Any]:
                              versions=item.get("versions", versions), scope=case.get("scope", "session"))
         if result.stored:
             cache.promote(result.cache_id, to_global=case.get("scope") == "global")
-        written.append({"index": i, "stored": result.stored, "entry": result.cache_id, "reason": result.reason})
+        written.append({"index": i, "stored": result.stored, "entry": result.cache_id, "reason": result.reason,
+                        "detail": result.detail})
     probe = case["probe"]
     decision = cache.lookup(probe["messages"], session=case.get("probe_session", session), tenant=tenant,
                             versions=probe.get("versions", versions))

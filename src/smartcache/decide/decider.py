@@ -67,8 +67,9 @@ class Decider:
 
     def gate(self, fp: Fingerprint) -> Gate | None:
         """Settle requests that must not be served from cache whatever the candidates.
-        This is the one place that says what a reset or a correction means."""
+        This and ``refusal`` are the one place that says what a reset or a correction means."""
         flags = fp.signature.flags
+        writable = self.refusal(fp, None) is None
         if fp.time_sensitive:
             return Gate(Zone.MISS, Reason(R.TIME_SENSITIVE, "the answer depends on the current time"), False)
         if fp.view.oversized:
@@ -78,12 +79,21 @@ class Decider:
         if not self.switches.change_detection:
             return None
         if ChangeFlag.RESET in flags:
-            return Gate(Zone.MISS, Reason(R.RESET, "the user restarts the conversation"), True, ends_session=True)
+            return Gate(Zone.MISS, Reason(R.RESET, "the user restarts the conversation"), writable,
+                        ends_session=True)
         if ChangeFlag.CORRECTION in flags:
-            # Its answer may be cached only with the history it corrects: a bare "不对，改走 B 方案"
-            # means nothing on its own.
-            return Gate(Zone.MISS, Reason(R.CORRECTION, "the user corrects an earlier answer"),
-                        fp.signature.has_context, ends_session=True)
+            return Gate(Zone.MISS, Reason(R.CORRECTION, "the user corrects an earlier answer"), writable,
+                        ends_session=True)
+        return None
+
+    def refusal(self, fp: Fingerprint, gate: Gate | None) -> R | None:
+        """Why the answer to ``fp`` must not be cached, given the gate it met (None: it passed)."""
+        if gate is not None and not gate.cacheable and not gate.ends_session:
+            return gate.reason.code         # the time, the length or the domain settled it
+        # A bare correction ("不对，改走 B 方案") means nothing without the history it corrects,
+        # whatever settled the lookup (a reset beside it, or change detection switched off).
+        if ChangeFlag.CORRECTION in fp.signature.flags and not fp.signature.has_context:
+            return R.CORRECTION
         return None
 
     def decide(self, fp: Fingerprint, candidates: Sequence[ScoredEntry],

@@ -14,8 +14,10 @@ microseconds, not a Python loop per node.
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
+import os
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -96,7 +98,7 @@ class TreeVerifier:
                           "value": [round(float(v), 7) for v in self.value[t, :size]],
                           "leaf": self.leaf[t, :size].astype(int).tolist()})
         return {"format": FORMAT, "classes": list(CLASSES), "features": list(self.features),
-                "baseline": self.baseline.tolist(), "trees": trees, "meta": self.meta}
+                "baseline": self.baseline.tolist(), "trees": trees, "meta": copy.deepcopy(self.meta)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "TreeVerifier":
@@ -123,7 +125,8 @@ class TreeVerifier:
         """The packaged model (``data/verifier.json``) or the one at ``path``; checks that it
         was trained on ``features`` in that order."""
         try:
-            model = _packaged() if path is None else cls.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
+            model = _packaged(_stamp()) if path is None else cls.from_json(
+                json.loads(Path(path).read_text(encoding="utf-8")))
         except (OSError, ValueError, KeyError) as exc:
             raise ConfigError(f"cannot load the verifier model {path or 'data/verifier.json'}: {exc}") from exc
         if features is not None and tuple(features) != model.features:
@@ -158,11 +161,26 @@ class TreeVerifier:
                               "baseline": baseline.tolist(), "trees": trees, "meta": meta or {}})
 
 
-@functools.cache
-def _packaged() -> TreeVerifier:
-    """The packaged model, parsed once per process (about 0.1 s) and shared by every cache:
-    its arrays are made read-only, so no cache can change another's model."""
-    text = resources.files("smartcache").joinpath("data/verifier.json").read_text(encoding="utf-8")
+def _packaged_file() -> Any:
+    return resources.files("smartcache").joinpath("data/verifier.json")
+
+
+def _stamp() -> tuple[int, int] | None:
+    """The packaged file's modification time and size: a model rewritten by ``make train``
+    in this process is read again."""
+    try:
+        info = os.stat(_packaged_file())    # type: ignore[arg-type]
+    except (TypeError, OSError):            # not a plain file (a zip): it cannot change under us
+        return None
+    return info.st_mtime_ns, info.st_size
+
+
+@functools.lru_cache(maxsize=1)
+def _packaged(stamp: tuple[int, int] | None) -> TreeVerifier:
+    """The packaged model, parsed once per version of the file (about 0.1 s) and shared by every
+    cache: its arrays are made read-only and ``to_json`` copies its meta, so no cache can
+    change another's model."""
+    text = _packaged_file().read_text(encoding="utf-8")
     model = TreeVerifier.from_json(json.loads(text))
     for array in (model.feature, model.threshold, model.left, model.right, model.value, model.leaf,
                   model.sizes, model.baseline):
