@@ -3,10 +3,11 @@
 from smartcache.context.messages import Conversation, Turn, canonical_hash, parse_messages
 from smartcache.context.normalize import mask_template, normalize_text
 from smartcache.context.numerals import convert_numerals, zh_to_int
+from smartcache.context.turns import TurnRecord, turn_records
 from smartcache.context.view import ContextSettings, ContextView, ViewTurn, build_view, is_small_talk
 
 __all__ = [
     "Conversation", "Turn", "canonical_hash", "parse_messages",
     "mask_template", "normalize_text", "convert_numerals", "zh_to_int",
-    "ContextSettings", "ContextView", "ViewTurn", "build_view", "is_small_talk",
+    "ContextSettings", "ContextView", "ViewTurn", "build_view", "is_small_talk", "TurnRecord", "turn_records",
 ]

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from smartcache.context.messages import Conversation
 from smartcache.context.normalize import mask_template, normalize_text
+from smartcache.context.turns import TurnRecord, is_small_talk, turn_records
 from smartcache.defaults import section
 
 # build_view(conv) without settings must see what the cache sees, so the defaults are the config's.
@@ -75,6 +76,7 @@ class ContextView:
     system_hash: str
     prior_turns: int              # all prior turns, small talk and old ones included
     oversized: bool = False       # the current turn was longer than max_turn_chars (clipped)
+    records: tuple[TurnRecord, ...] = ()   # every prior turn, for aligning two histories
 
     @property
     def has_context(self) -> bool:
@@ -84,21 +86,8 @@ class ContextView:
         return tuple(t for t in self.history if t.role == "user")
 
 
-# 嗯++, 哦++, 哈++ are possessive: inside the repeated group below, a plain 嗯+ lets "嗯嗯嗯…x" be
-# split 2^n ways before the match fails (24 characters took 30 s, each one more doubles it).
-_SMALL_TALK_WORD = (r"(?:你好|您好|嗨|哈喽|早上好|晚上好|谢谢你?|谢谢您|多谢|感谢|非常感谢|好的|好|行|可以|嗯++|哦++|"
-                    r"收到|明白了?|知道了|了解|懂了|不客气|没事|没关系|哈++|再见|拜拜|辛苦了|"
-                    r"hi|hello|hey|thanks|thank you|thx|ok|okay|sure|got it|great|cool|nice|bye|good|i see|"
-                    r"you're welcome|no problem|alright|a lot|so much|very much)")
-# One or more acknowledgements and nothing else ("Ok, got it.", "嗯嗯，明白了").
-_SMALL_TALK = re.compile(rf"^(?:{_SMALL_TALK_WORD}[\s,.!?~:)]*)+$", re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.!?;])(?![\d.])|\n")
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)、]|第\d+[天步点条])\s*")
-
-
-def is_small_talk(text: str) -> bool:
-    """True for greetings, thanks and acknowledgements that carry no request."""
-    return bool(_SMALL_TALK.match(text.strip()))
 
 
 def _clip(text: str, limit: int) -> str:
@@ -133,19 +122,10 @@ def build_view(conv: Conversation, settings: ContextSettings | None = None) -> C
     settings = settings or ContextSettings()
     masked_system = normalize_text(mask_template(conv.system))
     prior = conv.history
-    # Drop small talk, and the assistant turn answering it: neither changes an answer.
-    kept: list[tuple[str, str]] = []
-    skip_reply = False
-    for turn in prior:
-        cased = normalize_text(_bounded(turn.text, settings.max_turn_chars), lower=False)
-        norm = cased.lower()
-        if turn.role == "user":
-            skip_reply = is_small_talk(norm)
-            if not skip_reply:
-                kept.append((turn.role, cased))
-        elif not (skip_reply and len(norm) <= 60) and not is_small_talk(norm):
-            kept.append((turn.role, cased))
-            skip_reply = False
+    records = turn_records([(t.role, normalize_text(_bounded(t.text, settings.max_turn_chars), lower=False))
+                            for t in prior])
+    # Small talk, and the assistant's short answer to it, changes no answer: it is left out.
+    kept = [(r.role, r.cased) for r in records if not r.chatter]
     recent = kept[-settings.max_turns:] if settings.max_turns > 0 else []
     history = []
     for age, (role, cased) in enumerate(reversed(recent)):
@@ -173,4 +153,5 @@ def build_view(conv: Conversation, settings: ContextSettings | None = None) -> C
         system_hash=hashlib.sha256(masked_system.encode("utf-8")).hexdigest(),
         prior_turns=len(prior),
         oversized=oversized,
+        records=records,
     )

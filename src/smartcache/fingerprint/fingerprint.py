@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
 
 import numpy as np
 
-from smartcache.context import ContextView
+from smartcache.context import ContextView, TurnRecord
 from smartcache.defaults import DEFAULTS
 from smartcache.fingerprint.encoders import Encoder
 from smartcache.fingerprint.entities import extract_entities
@@ -46,6 +47,7 @@ class Signature:
     history_turns: tuple[str, ...] = ()   # the kept prior turns' key points, oldest first
     actions: tuple[str, ...] = ()         # what the turn asks to be done (tags.task_actions)
     nouns: tuple[str, ...] = ()           # Chinese content nouns of the turn (nouns.chinese_nouns)
+    turns: tuple[TurnRecord, ...] = ()    # every prior turn, with its facts (decide.history aligns them)
 
     def coarse_tags(self) -> dict[str, object]:
         return {
@@ -64,6 +66,7 @@ class Signature:
             "context_entities": sorted(self.context_entities), "history_hash": self.history_hash,
             "has_context": self.has_context, "history_turns": list(self.history_turns),
             "actions": list(self.actions), "nouns": list(self.nouns),
+            "turns": [t.to_json() for t in self.turns],
         }
 
     @classmethod
@@ -75,6 +78,8 @@ class Signature:
             context_entities=frozenset(data["context_entities"]), history_hash=data["history_hash"],
             has_context=bool(data["has_context"]), history_turns=tuple(data.get("history_turns", ())),
             actions=tuple(data.get("actions", ())), nouns=tuple(data.get("nouns", ())),
+            # Entries written before turn records existed have none: their histories align by hash only.
+            turns=tuple(TurnRecord.from_json(t) for t in data.get("turns", ())),
         )
 
 
@@ -98,6 +103,13 @@ class Fingerprint:
         """sha256 of the version key and the coarse tags: the entry's context_fingerprint."""
         payload = json.dumps([version_key, self.signature.coarse_tags()], ensure_ascii=False, sort_keys=True)
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+@lru_cache(maxsize=50_000)
+def turn_facts(cased: str) -> tuple[str, ...]:
+    """The entity keys of one prior turn, in order, once each. Memoised: a conversation resends
+    every earlier turn with each request."""
+    return tuple(dict.fromkeys(e.key for e in extract_entities(cased)))
 
 
 class Fingerprinter:
@@ -142,6 +154,7 @@ class Fingerprinter:
             history_turns=tuple(history_texts),
             actions=task_actions(resolved),
             nouns=chinese_nouns(resolved),
+            turns=tuple(replace(r, facts=turn_facts(r.cased)) if not r.chatter else r for r in view.records),
         )
         return Fingerprint(
             signature=signature,
