@@ -1,8 +1,8 @@
 """The lexicon files: every concept's own examples, checked against the rules built from it.
 
 A `same` pair must agree on every use the concept has (synonym group, action class,
-antonym side, word opposites, filler, question words); a `different` pair must be
-told apart by at least one of them.
+antonym side, word opposites, filler, question words, common words); a `different` pair
+must be told apart by at least one of them.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from smartcache.context import normalize_text
-from smartcache.decide import match
+from smartcache.decide import history, match
 from smartcache.errors import ConfigError
 from smartcache.fingerprint import lexicon, tags
 from smartcache.fingerprint.lexicon import Concept, Lexicon, load_lexicon, parse_lexicon
@@ -29,7 +29,7 @@ def uses(lex: Lexicon, c: Concept) -> list[str]:
     out += ["action"] if c.kind == "action" else []
     out += ["antonym"] if c.name in lex.antonym_names() else []
     out += ["pairs"] if c.pairs else []
-    out += [c.kind] if c.kind in ("filler", "question") else []
+    out += [c.kind] if c.kind in ("filler", "question", "common") else []
     return out
 
 
@@ -45,6 +45,8 @@ def agree(use: str, c: Concept, a: str, b: str) -> bool:
         return match._opposite_swap(a, b) is None
     if use == "filler":
         return match._tokens(a) == match._tokens(b)
+    if use == "common":     # a same pair is one subject: a content word ties the two turns
+        return bool(history.content_words(a) & history.content_words(b))
     raise AssertionError(use)
 
 
@@ -57,6 +59,8 @@ def told_apart(use: str, a: str, b: str) -> bool:
         return any(x * y < 0 for x, y in zip(tags.action_sides(a), tags.action_sides(b)))
     if use == "pairs":
         return match._opposite_swap(a, b) is not None
+    if use == "common":     # a different pair shares only common words: nothing ties the turns
+        return not history.content_words(a) & history.content_words(b)
     return False
 
 

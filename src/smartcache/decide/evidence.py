@@ -13,7 +13,9 @@ figures are in the README, measured by ``scripts/veto_precision.py``):
   a negation elsewhere ("why can't I …" / "why is … not possible") is evidence only;
 - opposite actions from the antonym lexicon (enable / disable);
 - the same places in reversed direction ("从北京到上海" / "从上海到北京", from / to);
-- a global entry without history answering a turn that refers back.
+- a global entry without history answering a turn that refers back;
+- the histories aligned turn by turn (``history``): the turn a short reply answers
+  differs, or a fact or request on the conversation's thread does.
 
 Scope (tenant, session, version key) never reaches this stage: the store's
 pre-filter enforces it.
@@ -32,6 +34,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from smartcache.decide import history
 from smartcache.decide.decision import Reason, Zone
 from smartcache.decide.match import MODIFY, _UNRESOLVED_REFERENCE, context_similarity
 from smartcache.decide.polarity import _polarity_differs
@@ -72,7 +75,7 @@ _NEGATORS = frozenset("别 不 没 勿 禁 无 未 非 莫 甭 not don't dont ne
                       "shouldn't can't cannot won't doesn't isn't aren't".split())
 # Rule codes that are hard vetoes. Everything else the rules say is a signal for the verifier.
 HARD_VETOES = frozenset({R.QUANTITY_CHANGE, R.INTENT_REVERSAL, R.OPPOSITE_ACTIONS, R.DIRECTION_REVERSED,
-                         R.CONTEXT_DEPENDENT})
+                         R.CONTEXT_DEPENDENT, R.REPLY_TARGET_CHANGED, R.HISTORY_FACT_CHANGED})
 # A route: which end it starts from is its meaning. "A or B", "A vs B" are symmetric and stay evidence.
 _FROM = re.compile(r"从|\bfrom\s", re.I)
 
@@ -165,17 +168,29 @@ def gather(fp: Fingerprint, entry: Entry, turn: float) -> Evidence:
     probe, cached = fp.signature, entry.signature
     tally = _Tally(entry.cache_id)
     global_free = entry.scope is Scope.GLOBAL and not cached.has_context   # a FAQ entry: no history to compare
-    context = None if global_free else context_similarity(fp, entry)
+    # The histories turn by turn, whenever they differ by a byte: their context vectors can
+    # still be equal (the view keeps only the last few turns and drops small talk), or far
+    # apart over an aside the request cannot depend on.
+    aligned = history.weigh(probe, cached, entry.cache_id) \
+        if probe.history_hash != cached.history_hash and not global_free else None
+    equivalent = aligned is not None and aligned.equivalent
+    context = None if global_free else 1.0 if equivalent else context_similarity(fp, entry)
     modifies = bool(probe.flags & MODIFY) and not (cached.flags & MODIFY)
     # In this order: it is the order of the signals in an explanation, and the first veto stands.
-    _similarities(tally, fp, entry, turn, context, global_free)
+    _similarities(tally, fp, entry, turn, context, global_free, equivalent)
     diff = _texts(tally, fp, cached)
     _entities(tally, probe, cached, context, modifies)
+    if equivalent:
+        tally.put("context_entities_jaccard", 1.0)
     _nouns(tally, probe, cached)
     _intent(tally, probe, cached, diff)
     _change_flags(tally, probe, cached, modifies)
     _wording(tally, probe, cached)
     _history(tally, probe, cached, context, global_free)
+    if aligned is not None and aligned.veto is not None:
+        tally.signal(aligned.veto.code, aligned.veto.detail)
+    if aligned is not None:
+        tally.signals.extend(aligned.signals)
     tally.put("unresolved_reference", float(bool(_UNRESOLVED_REFERENCE.search(probe.text))))
     tally.put("domain_equal", float(probe.domain == cached.domain))
     veto_zone = tally.veto_zone if tally.veto is not None else Zone.MISS
@@ -183,12 +198,14 @@ def gather(fp: Fingerprint, entry: Entry, turn: float) -> Evidence:
 
 
 def _similarities(tally: _Tally, fp: Fingerprint, entry: Entry, turn: float, context: float | None,
-                  global_free: bool) -> None:
+                  global_free: bool, equivalent: bool) -> None:
+    """``equivalent``: the alignment found the histories differ only where the request cannot
+    depend on them, so they count as the same history."""
     probe, cached = fp.signature, entry.signature
     put = tally.put
     put("turn_cosine", turn)
     put("context_similarity", -1.0 if context is None else context)
-    put("same_history", float(entry.prefix_hash == probe.history_hash))
+    put("same_history", float(entry.prefix_hash == probe.history_hash or equivalent))
     put("probe_has_context", float(probe.has_context))
     put("cached_has_context", float(cached.has_context))
     put("probe_history_turns", min(len(probe.history_turns), 8))

@@ -24,6 +24,7 @@ from typing import Callable
 
 import numpy as np
 
+from smartcache.decide import history
 from smartcache.decide.decision import Reason, Zone
 from smartcache.decide.polarity import _polarity_differs
 from smartcache.decide.swaps import (
@@ -133,6 +134,12 @@ def _context_gate(fp: Fingerprint, entry: Entry, limits: Thresholds, switches: S
         return None, None
     if context is None:
         return refuse("context_mismatch", "only one of the two requests has a history")
+    if probe.history_hash != cached.history_hash:
+        aligned = history.weigh(probe, cached, entry.cache_id)
+        if aligned.veto is not None:
+            return refuse(aligned.veto.code, aligned.veto.detail)
+        if aligned.equivalent:      # only small talk or asides differ: the turns alone decide
+            return 1.0, None
     if context < limits.context:
         return refuse("context_mismatch", f"context cosine {context:.3f} < {limits.context}")
     if context < 1.0 and probe.context_entities != cached.context_entities:

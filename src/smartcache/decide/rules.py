@@ -50,12 +50,15 @@ class ReasonCode(enum.StrEnum):
     INTENT_REVERSAL = "intent_reversal", "veto", "one request negates or reverses what the other asks"
     OPPOSITE_ACTIONS = "opposite_actions", "veto", "the requests ask for opposite actions (enable / disable)"
     DIRECTION_REVERSED = "direction_reversed", "veto", "the same two places the other way round (from / to)"
+    REPLY_TARGET_CHANGED = "reply_target_changed", "veto", "the turn a short reply answers differs (another offer)"
+    HISTORY_FACT_CHANGED = "history_fact_changed", "veto", "a fact or request of the history's thread differs"
     # context: the history, scored apart from the turn
     CONTEXT_DEPENDENT = "context_dependent", "context", "a global entry cannot answer a turn that refers back"
     CONTEXT_MISMATCH = "context_mismatch", "context", "only one request has a history, or the histories are far apart"
     CONTEXT_ENTITIES = "context_entities", "context", "the histories name different things"
     CONTEXT_CHANGED = "context_changed", "context", "a prior turn was edited"
     TOPIC_SWITCH = "topic_switch", "context", "the turn leaves the conversation's topic"
+    ASIDE_CHANGED = "aside_changed", "context", "a turn the request does not depend on differs (evidence only)"
     # entities: what the turn is about
     ENTITY_CHANGE = "entity_change", "entities", "an entity of the cached request was replaced by another"
     ADDED_CONSTRAINT = "added_constraint", "entities", "the request adds an entity the cached one lacks"

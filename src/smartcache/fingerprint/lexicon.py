@@ -22,7 +22,7 @@ from importlib import resources
 from smartcache.errors import ConfigError
 
 LANGUAGES = ("zh", "en")      # the order the tables are built in
-KINDS = frozenset({"synonyms", "action", "antonym", "opposites", "filler", "question"})
+KINDS = frozenset({"synonyms", "action", "antonym", "opposites", "filler", "question", "common"})
 USES = ("synonyms", "action", "antonym")   # the uses a member can be left out of (``not_in``)
 _KEYS = frozenset({"kind", "words", "patterns", "opposite", "pairs", "synonyms", "form", "not_in", "examples"})
 

@@ -1,0 +1,334 @@
+"""Two histories aligned turn by turn: where they differ, and whether the request depends on it.
+
+Two conversations that end with the same message share most of their turns, so their
+context vectors sit near 1.0 whether an aside or the offer being accepted changed. Read
+turn by turn instead (``align``): identical turns match by digest, the few that differ are
+paired in order, and each change is judged by what it touches (``weigh``):
+
+- the turn a reply answers: "sure, go ahead" after "Shall I pause the membership?" is not
+  the same request as after "Shall I end the membership?". A short or referring last turn
+  depends on the last assistant turn that is not small talk; if that turn differs, a hard
+  veto (``reply_target_changed``);
+- a changed fact on the conversation's thread: a number, date, name or code that one side
+  states and the other never does, or a replaced word in a request or a near-copied turn
+  ("my flight on the 3rd" / "the 13th", "close my savings account" / "close my credit
+  card"); a hard veto (``history_fact_changed``);
+- a change off the thread (an anecdote, a joke, a closed side question) or a rewording: a
+  signal, not a veto (``aside_changed``). Small talk changes nothing and is not reported.
+
+The thread is what the request can depend on: the first request, the last turn, the turn
+it answers, and every turn tied to these by a content word (transitively, over both
+sides). An aside shares no content word with it.
+
+    >>> from smartcache.context import turn_records
+    >>> a = turn_records([("user", "Pause my gym membership"), ("assistant", "Shall I pause it for a month?")])
+    >>> b = turn_records([("user", "Pause my gym membership"), ("assistant", "Shall I end it now?")])
+    >>> diff = align(b, a)
+    >>> diff.matched, diff.first_divergence, [c.where for c in diff.changes]
+    (1, 2, ['turn 2 (assistant)'])
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Sequence
+
+from smartcache.context import TurnRecord
+from smartcache.decide.decision import Reason
+from smartcache.decide.rules import ReasonCode as R
+from smartcache.decide.tokens import _SHOWN, _common_share, _is_form_word, _tokens
+from smartcache.fingerprint import Signature, has_reference
+from smartcache.fingerprint.lexicon import words_of_kind
+from smartcache.fingerprint.nouns import chinese_nouns
+
+# Entity kinds that are facts of a conversation: one side stating a value the other never
+# states is a different conversation ("order 55120" / "order 55210").
+FACT_KINDS = frozenset({"name", "num", "money", "date", "time", "code", "version"})
+# A last turn of at most this many diff tokens (after fillers) answers the turn before it
+# ("sure, go ahead", "option b", "那就订吧"); so does one that refers back.
+REPLY_TOKENS = 4
+# Two turns sharing this much of their tokens are one turn with something edited, not a rewording.
+NEAR_COPY = 0.5
+_COMMON = words_of_kind("common")
+_QUESTION = words_of_kind("question")
+
+
+@dataclass(frozen=True)
+class TurnChange:
+    """One place where the histories differ: two aligned turns that differ (both set), or a
+    turn only one side has."""
+
+    probe: TurnRecord | None
+    cached: TurnRecord | None
+
+    @property
+    def kind(self) -> str:
+        return "edited" if self.probe and self.cached else "added" if self.probe else "dropped"
+
+    @property
+    def chatter(self) -> bool:
+        return all(t.chatter for t in (self.probe, self.cached) if t is not None)
+
+    @property
+    def where(self) -> str:
+        turn = self.probe or self.cached
+        assert turn is not None
+        return f"turn {turn.pos} ({turn.role})"
+
+
+@dataclass(frozen=True)
+class HistoryDiff:
+    """The probe's history against a cached entry's, turn by turn. ``matched``: turns equal on
+    both sides; ``first_divergence``: the probe's first turn that differs (1-based), None when
+    the two histories are the same turns."""
+
+    changes: tuple[TurnChange, ...]
+    matched: int
+    first_divergence: int | None
+
+    @property
+    def identical(self) -> bool:
+        return not self.changes
+
+    @property
+    def pairs(self) -> tuple[TurnChange, ...]:
+        return tuple(c for c in self.changes if c.kind == "edited")
+
+    @property
+    def only_probe(self) -> tuple[TurnRecord, ...]:
+        return tuple(c.probe for c in self.changes if c.kind == "added" and c.probe is not None)
+
+    @property
+    def only_cached(self) -> tuple[TurnRecord, ...]:
+        return tuple(c.cached for c in self.changes if c.kind == "dropped" and c.cached is not None)
+
+
+def align(probe: Sequence[TurnRecord], cached: Sequence[TurnRecord]) -> HistoryDiff:
+    """Align two histories. Linear in their length when they differ in a few turns: the common
+    head and tail are matched by digest first, and only the middle is diffed."""
+    n = min(len(probe), len(cached))
+    head = 0
+    while head < n and probe[head].digest == cached[head].digest:
+        head += 1
+    tail = 0
+    while tail < n - head and probe[-1 - tail].digest == cached[-1 - tail].digest:
+        tail += 1
+    mid_p, mid_c = probe[head:len(probe) - tail], cached[head:len(cached) - tail]
+    matched = head + tail
+    changes: list[TurnChange] = []
+    matcher = difflib.SequenceMatcher(None, [t.digest for t in mid_c], [t.digest for t in mid_p], autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == "equal":
+            matched += i2 - i1
+        else:
+            changes += _pair(mid_p[j1:j2], mid_c[i1:i2])
+    first = None
+    if changes:
+        first = probe[head].pos if head < len(probe) else (probe[-1].pos + 1 if probe else 1)
+    return HistoryDiff(tuple(changes), matched, first)
+
+
+def _similarity(a: TurnRecord, b: TurnRecord) -> float:
+    return _common_share(_tokens(a.excerpt), _tokens(b.excerpt)) if a.excerpt and b.excerpt else 0.0
+
+
+def _pair(probe: Sequence[TurnRecord], cached: Sequence[TurnRecord]) -> list[TurnChange]:
+    """Pair the differing turns of one stretch: by position when both sides have the same
+    speakers in the same order (the usual edit); otherwise the in-order pairing of same-speaker
+    turns with the most similarity (an inserted or dropped exchange), the rest unpaired."""
+    if len(probe) == len(cached) and all(p.role == c.role for p, c in zip(probe, cached)):
+        return [TurnChange(p, c) for p, c in zip(probe, cached)]
+    m, n = len(probe), len(cached)
+    best = [[0.0] * (n + 1) for _ in range(m + 1)]
+    for i in range(m - 1, -1, -1):
+        for j in range(n - 1, -1, -1):
+            paired = (_similarity(probe[i], cached[j]) + 1e-3 + best[i + 1][j + 1]
+                      if probe[i].role == cached[j].role else -1.0)
+            best[i][j] = max(paired, best[i + 1][j], best[i][j + 1])
+    out: list[TurnChange] = []
+    i = j = 0
+    while i < m or j < n:
+        if i < m and j < n and probe[i].role == cached[j].role and \
+                best[i][j] == _similarity(probe[i], cached[j]) + 1e-3 + best[i + 1][j + 1]:
+            out.append(TurnChange(probe[i], cached[j]))
+            i, j = i + 1, j + 1
+        elif i < m and (j == n or best[i][j] == best[i + 1][j]):
+            out.append(TurnChange(probe[i], None))
+            i += 1
+        else:
+            out.append(TurnChange(None, cached[j]))
+            j += 1
+    return out
+
+
+# --- what a change touches -------------------------------------------------------------------
+
+def _is_content(token: str) -> bool:
+    """A diff token that says what a turn is about: not a form or question word, not a word
+    too common to mean anything alone."""
+    return not (_is_form_word(token) or token in _COMMON or token in _QUESTION or not token.strip(".,'-"))
+
+
+@lru_cache(maxsize=50_000)
+def content_words(text: str) -> frozenset[str]:
+    """The words that tie a turn to a subject: Chinese nouns (jieba) and the other diff tokens
+    of three letters or more that are neither common nor numbers.
+
+        >>> sorted(content_words("my router keeps dropping the connection"))
+        ['connection', 'dropping', 'router']
+    """
+    ascii_words = {t for t in _tokens(text) if t.isascii() and len(t) >= 3 and _is_content(t)
+                   and not any(ch.isdigit() for ch in t)}
+    return frozenset(ascii_words | {w for w in chinese_nouns(text) if w not in _COMMON})
+
+
+def is_reply(text: str) -> bool:
+    """A last turn that means nothing without the turn before it: one that refers back, or a
+    short one that asks nothing ("sure, go ahead", "option b", "那就订吧").
+
+        >>> is_reply("sure, go ahead"), is_reply("when will it arrive?"), is_reply("what is a cname?")
+        (True, True, False)
+    """
+    if has_reference(text):
+        return True
+    tokens = _tokens(text)
+    asks = text.rstrip().endswith(("?", "？", "吗")) or any(t in _QUESTION for t in tokens)
+    return len(tokens) <= REPLY_TOKENS and not asks
+
+
+def _last_offer(turns: Sequence[TurnRecord]) -> TurnRecord | None:
+    """The turn a reply answers: the last assistant turn that is not small talk."""
+    return next((t for t in reversed(turns) if t.role == "assistant" and not t.chatter), None)
+
+
+def _thread(probe: Signature, cached: Signature, seeds: Sequence[TurnRecord]) -> set[tuple[int, int]]:
+    """(side, pos) of the turns on the thread: the seeds, the first request of each side, and
+    every turn that shares a content word with the thread so far (side 0: probe, 1: cached)."""
+    words = set(content_words(probe.text)) | content_words(cached.text)
+    on: set[tuple[int, int]] = set()
+    pending: list[tuple[int, TurnRecord, frozenset[str]]] = []
+    for side, turns in enumerate((probe.turns, cached.turns)):
+        first = next((t for t in turns if t.role == "user" and not t.chatter), None)
+        for t in turns:
+            if t.chatter:
+                continue
+            if t is first or any(t is s for s in seeds):
+                on.add((side, t.pos))
+                words |= content_words(t.excerpt)
+            else:
+                pending.append((side, t, content_words(t.excerpt)))
+    grew = True
+    while grew and pending:
+        grew, rest = False, []
+        for side, t, w in pending:
+            if w & words:
+                on.add((side, t.pos))
+                words |= w
+                grew = True
+            else:
+                rest.append((side, t, w))
+        pending = rest
+    return on
+
+
+def _facts(sig: Signature) -> set[str]:
+    return {f for t in sig.turns for f in t.facts} | set(sig.entities)
+
+
+def _new_facts(change: TurnChange, probe: Signature, cached: Signature) -> list[str]:
+    """Facts a changed turn states that the other conversation never states (a restated fact
+    is in both and counts for nothing)."""
+    out: list[str] = []
+    for turn, other in ((change.cached, probe), (change.probe, cached)):
+        if turn is not None:
+            elsewhere = _facts(other)
+            out += [f for f in turn.facts if f.split(":", 1)[0] in FACT_KINDS and f not in elsewhere]
+    return out
+
+
+def _edited_words(change: TurnChange, *, near: float) -> tuple[str, str] | None:
+    """The content the two turns of an edited pair do not share, when one is a copy of the
+    other (``near`` of their tokens shared) with something changed; None for a rewording or
+    for turns that differ only in fillers, synonyms and common words."""
+    if change.probe is None or change.cached is None:
+        return None
+    ta, tb = _tokens(change.cached.excerpt), _tokens(change.probe.excerpt)
+    if ta == tb or max(_common_share(ta, tb), _common_share(tb, ta)) < near:
+        return None
+    old: list[str] = []
+    new: list[str] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, ta, tb, autojunk=False).get_opcodes():
+        if op != "equal":
+            old += ta[i1:i2]
+            new += tb[j1:j2]
+    if not any(_is_content(t) for t in old + new):
+        return None
+    return _shown(old), _shown(new)
+
+
+def _shown(tokens: Sequence[str]) -> str:
+    joined = ("" if all(len(t) == 1 and t >= "\u3400" for t in tokens) else " ").join(tokens)
+    return joined.translate(_SHOWN) or "∅"
+
+
+@dataclass(frozen=True)
+class HistoryFinding:
+    """What the alignment says about serving an entry: a hard veto, or signals for the verifier.
+    ``equivalent``: every difference is small talk or off the thread, so the request reads
+    the two histories alike and the current turns alone decide."""
+
+    diff: HistoryDiff | None
+    veto: Reason | None = None
+    signals: tuple[Reason, ...] = ()
+    equivalent: bool = False
+
+
+def weigh(probe: Signature, cached: Signature, entry_id: str | None = None) -> HistoryFinding:
+    """Align the two histories and judge what differs (the module docstring says how).
+    Only two histories are aligned: a request without one against an entry with one is the
+    context rules' to judge."""
+    if not (probe.turns and cached.turns):
+        # One side has no history (or was written before turn records existed): the context
+        # rules judge that, as before.
+        return HistoryFinding(None)
+    diff = align(probe.turns, cached.turns)
+    changes = [c for c in diff.changes if not c.chatter]
+    if not changes:
+        return HistoryFinding(diff, equivalent=True)
+    seeds: list[TurnRecord] = []
+    if is_reply(probe.text) or is_reply(cached.text):
+        mine, theirs = _last_offer(probe.turns), _last_offer(cached.turns)
+        if (mine is None) != (theirs is None) or (mine and theirs and mine.digest != theirs.digest):
+            what = _edited_words(TurnChange(mine, theirs), near=0.0)
+            turn = mine or theirs
+            assert turn is not None
+            detail = (f"turn {turn.pos} (assistant), which the reply answers, changed"
+                      + (f": {what[0]} → {what[1]}" if what else "")
+                      + f"; the histories part at turn {diff.first_divergence}")
+            return HistoryFinding(diff, Reason(R.REPLY_TARGET_CHANGED, detail, entry_id))
+        seeds += [t for t in (mine, theirs) if t is not None]
+    on = _thread(probe, cached, seeds)
+    signals: list[Reason] = []
+    off_thread = True
+    for change in changes:
+        on_thread = any((side, t.pos) in on for side, t in ((0, change.probe), (1, change.cached)) if t is not None)
+        facts = _new_facts(change, probe, cached)
+        # A request edited in any word asks something else; another turn must be a near copy,
+        # since assistant turns and restated facts are reworded freely.
+        request = any(t is not None and t.role == "user" for t in (change.probe, change.cached))
+        words = _edited_words(change, near=0.0 if request else NEAR_COPY)
+        added_request = request and change.kind != "edited" and bool(
+            content_words((change.probe or change.cached).excerpt))          # type: ignore[union-attr]
+        if on_thread and (facts or words or added_request):
+            what = (f"{sorted(set(facts))[:4]}" if facts else f"{words[0]} → {words[1]}" if words
+                    else f"a request {change.kind}: {(change.probe or change.cached).excerpt[:60]!r}")  # type: ignore[union-attr]
+            return HistoryFinding(diff, Reason(R.HISTORY_FACT_CHANGED, f"{change.where}: {what}", entry_id))
+        off_thread = off_thread and not on_thread
+        signals.append(Reason(R.ASIDE_CHANGED, f"{change.where} {change.kind}"
+                              + ("" if on_thread else ", off the thread"), entry_id))
+    return HistoryFinding(diff, None, tuple(signals[:3]), equivalent=off_thread)
+
+
+__all__ = ["HistoryDiff", "HistoryFinding", "TurnChange", "align", "content_words", "is_reply", "weigh"]
