@@ -1,12 +1,18 @@
 """Lookup latency beside one encoder forward, with and without the verifier (figures, not a test).
 
-    .venv/bin/python scripts/bench_lookup.py [--n 300] [--entries 2000]
+    .venv/bin/python scripts/bench_lookup.py [--n 300] [--entries 2000] [--turns 2,40]
 
-A session holds ``--entries`` cached turns (zh and en, with a short history); each
-timed lookup is a fresh paraphrase-like request in that session, so the encoder
-memo never answers it and the verifier weighs the top-k candidates. Prints p50 /
-p90 of: one encoder forward of one sentence, lookup with the verifier, lookup
-with the rules only, and the verifier's own share.
+A session holds ``--entries`` cached turns (zh and en, after a history); each timed
+lookup is a fresh paraphrase-like request in that session, so the encoder memo never
+answers it and the verifier weighs the top-k candidates. Prints p50 / p90 of: one
+encoder forward of one sentence, lookup with the verifier, lookup with the rules only,
+and the verifier's own share.
+
+``--turns`` gives the histories' lengths, one run each in this process (default 2). In
+a history of more than 2 turns one early aside differs between every entry and every
+probe, so each candidate's history is aligned turn by turn, the worst case of
+``decide.history`` (identical histories are settled by their hash); the last line is
+each length's lookup p50 against the first one's.
 """
 
 from __future__ import annotations
@@ -33,26 +39,42 @@ def text(rng: random.Random, i: int) -> str:
     return template.format(c=rng.choice(CITIES), n=rng.randint(2, 9), m=rng.randint(10, 99) * 100, o=10000 + i)
 
 
+_TOPIC = [("我想咨询一下{c}的几个问题", "好的，请说。"), ("我下个月去{c}出差", "明白，需要我帮您安排什么？"),
+          ("I'm planning things around {c}", "Happy to help with that."), ("Is {c} busy in spring?", "Spring is popular.")]
+_ASIDE = "顺便说一下，我今天跑了{k}公里"
+
+
+def make_history(turns: int, variant: int, rng: random.Random) -> list[dict[str, str]]:
+    """``turns`` prior turns: a topic, then exchanges about it; from 4 turns on, the third turn
+    is an aside whose number is ``variant`` (so two variants' histories differ there alone)."""
+    out: list[dict[str, str]] = []
+    local = random.Random(7)             # the same topic turns for every entry and probe
+    while len(out) < turns:
+        user, assistant = local.choice(_TOPIC)
+        city = local.choice(CITIES)
+        out += [{"role": "user", "content": user.format(c=city)}, {"role": "assistant", "content": assistant}]
+    out = out[:turns]
+    if turns >= 4:
+        out[2] = {"role": "user", "content": _ASIDE.format(k=variant)}
+    return out
+
+
 def pct(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) * 1000
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--n", type=int, default=300, help="timed lookups")
-    parser.add_argument("--entries", type=int, default=2000, help="entries in the session")
-    args = parser.parse_args()
+def run(args: argparse.Namespace, turns: int, encoder) -> dict[str, list[float]]:
     rng = random.Random(0)
-    encoder = shared_encoder("use-multilingual")
-    history = [{"role": "user", "content": "你好，我想咨询几个问题"}, {"role": "assistant", "content": "好的，请说。"}]
     caches = {"verifier": SmartCache(load_config(), encoder=encoder),
               "rules only": SmartCache(load_config(use_verifier=False), encoder=encoder)}
     for cache in caches.values():
         for i in range(args.entries):
+            history = make_history(turns, 1 + i % 50, rng)
             stored = cache.store(history + [{"role": "user", "content": text(rng, i)}], f"answer {i}", session="s")
             if stored.stored:
                 cache.promote(stored.cache_id)
     probes = [text(rng, args.entries + i) + rng.choice(["", "?", " 谢谢", " please"]) for i in range(args.n)]
+    probe_history = make_history(turns, 99, rng)
     forward = []
     for p in probes[:100]:
         started = time.perf_counter()
@@ -63,7 +85,7 @@ def main() -> int:
         times = []
         for p in probes:
             started = time.perf_counter()
-            cache.lookup(history + [{"role": "user", "content": p}], session="s")
+            cache.lookup(probe_history + [{"role": "user", "content": p}], session="s")
             times.append(time.perf_counter() - started)
         rows[f"lookup, {name}"] = times
     verifier = caches["verifier"].decider.verifier
@@ -74,11 +96,31 @@ def main() -> int:
         verifier.predict(x)
         walk.append(time.perf_counter() - started)
     rows["verifier, 8 candidates"] = walk
-    print(f"{'':32} {'p50 ms':>8} {'p90 ms':>8}")
+    print(f"{turns} prior turns  {'':18} {'p50 ms':>8} {'p90 ms':>8}")
     for name, times in rows.items():
         print(f"{name:32} {pct(times, 50):8.2f} {pct(times, 90):8.2f}")
     ratio = statistics.median(rows["lookup, verifier"]) / statistics.median(forward)
     print(f"lookup p50 / encoder forward p50 = {ratio:.2f}x ({args.entries} entries in the session, top-k 8)")
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--n", type=int, default=300, help="timed lookups")
+    parser.add_argument("--entries", type=int, default=2000, help="entries in the session")
+    parser.add_argument("--turns", default="2", help="prior turns of every history, comma-separated: one run each")
+    args = parser.parse_args()
+    lengths = [int(t) for t in args.turns.split(",")]
+    if any(t < 0 or t % 2 for t in lengths):
+        parser.error("--turns takes even numbers of prior turns (user and assistant alternate)")
+    encoder = shared_encoder("use-multilingual")
+    p50 = {}
+    for turns in lengths:
+        p50[turns] = statistics.median(run(args, turns, encoder)["lookup, verifier"])
+    if len(lengths) > 1:
+        base = lengths[0]
+        print("lookup p50 with the verifier against", base, "prior turns:",
+              ", ".join(f"{t} turns {p50[t] / p50[base]:.2f}x" for t in lengths[1:]))
     return 0
 
 

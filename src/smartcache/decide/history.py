@@ -16,9 +16,11 @@ paired in order, and each change is judged by what it touches (``weigh``):
 - a change off the thread (an anecdote, a joke, a closed side question) or a rewording: a
   signal, not a veto (``aside_changed``). Small talk changes nothing and is not reported.
 
-The thread is what the request can depend on: the first request, the last turn, the turn
-it answers, and every turn tied to these by a content word (transitively, over both
-sides). An aside shares no content word with it.
+The thread is what the request can depend on: the last turn, and for a reply or a
+reference also the turn it answers and the first request (the conversation's subject),
+and every turn tied to these by a content word (transitively, over both sides). An
+aside shares no content word with it. A user turn that is one sentence with a slot
+changed ("my flight on the 3rd" / "the 13th") is a changed detail wherever it sits.
 
     >>> from smartcache.context import turn_records
     >>> a = turn_records([("user", "Pause my gym membership"), ("assistant", "Shall I pause it for a month?")])
@@ -204,17 +206,17 @@ def _last_offer(turns: Sequence[TurnRecord]) -> TurnRecord | None:
 
 
 def _thread(probe: Signature, cached: Signature, seeds: Sequence[TurnRecord]) -> set[tuple[int, int]]:
-    """(side, pos) of the turns on the thread: the seeds, the first request of each side, and
-    every turn that shares a content word with the thread so far (side 0: probe, 1: cached)."""
+    """(side, pos) of the turns on the thread (side 0: the probe's, 1: the cached entry's): the
+    ``seeds``, and every turn that shares a content word with the last turns or with a turn
+    already on the thread, transitively over both sides."""
     words = set(content_words(probe.text)) | content_words(cached.text)
     on: set[tuple[int, int]] = set()
     pending: list[tuple[int, TurnRecord, frozenset[str]]] = []
     for side, turns in enumerate((probe.turns, cached.turns)):
-        first = next((t for t in turns if t.role == "user" and not t.chatter), None)
         for t in turns:
             if t.chatter:
                 continue
-            if t is first or any(t is s for s in seeds):
+            if any(t is s for s in seeds):
                 on.add((side, t.pos))
                 words |= content_words(t.excerpt)
             else:
@@ -231,6 +233,10 @@ def _thread(probe: Signature, cached: Signature, seeds: Sequence[TurnRecord]) ->
                 rest.append((side, t, w))
         pending = rest
     return on
+
+
+def _first_request(turns: Sequence[TurnRecord]) -> TurnRecord | None:
+    return next((t for t in turns if t.role == "user" and not t.chatter), None)
 
 
 def _facts(sig: Signature) -> set[str]:
@@ -276,8 +282,9 @@ def _shown(tokens: Sequence[str]) -> str:
 @dataclass(frozen=True)
 class HistoryFinding:
     """What the alignment says about serving an entry: a hard veto, or signals for the verifier.
-    ``equivalent``: every difference is small talk or off the thread, so the request reads
-    the two histories alike and the current turns alone decide."""
+    ``equivalent``: every difference is small talk, or off the thread while the request is
+    tied to a turn both histories share, so the request reads the two histories alike and
+    the current turns alone decide."""
 
     diff: HistoryDiff | None
     veto: Reason | None = None
@@ -308,27 +315,44 @@ def weigh(probe: Signature, cached: Signature, entry_id: str | None = None) -> H
                       + (f": {what[0]} → {what[1]}" if what else "")
                       + f"; the histories part at turn {diff.first_divergence}")
             return HistoryFinding(diff, Reason(R.REPLY_TARGET_CHANGED, detail, entry_id))
-        seeds += [t for t in (mine, theirs) if t is not None]
+        # A reply or a reference ("can I still change it?") is about the conversation's
+        # subject, which its first request names, whatever words the reply itself uses.
+        seeds += [t for t in (mine, theirs, _first_request(probe.turns), _first_request(cached.turns))
+                  if t is not None]
     on = _thread(probe, cached, seeds)
     signals: list[Reason] = []
     off_thread = True
     for change in changes:
         on_thread = any((side, t.pos) in on for side, t in ((0, change.probe), (1, change.cached)) if t is not None)
-        facts = _new_facts(change, probe, cached)
-        # A request edited in any word asks something else; another turn must be a near copy,
-        # since assistant turns and restated facts are reworded freely.
         request = any(t is not None and t.role == "user" for t in (change.probe, change.cached))
-        words = _edited_words(change, near=0.0 if request else NEAR_COPY)
-        added_request = request and change.kind != "edited" and bool(
-            content_words((change.probe or change.cached).excerpt))          # type: ignore[union-attr]
-        if on_thread and (facts or words or added_request):
-            what = (f"{sorted(set(facts))[:4]}" if facts else f"{words[0]} → {words[1]}" if words
-                    else f"a request {change.kind}: {(change.probe or change.cached).excerpt[:60]!r}")  # type: ignore[union-attr]
-            return HistoryFinding(diff, Reason(R.HISTORY_FACT_CHANGED, f"{change.where}: {what}", entry_id))
+        # One sentence with a slot changed ("my flight on the 3rd" / "the 13th") is a changed
+        # detail wherever it sits; a turn reworded or replaced matters only on the thread.
+        edited = _edited_words(change, near=NEAR_COPY)
+        detail = None
+        if edited and request:
+            detail = f"{edited[0]} → {edited[1]}"
+        elif on_thread:
+            facts = _new_facts(change, probe, cached)
+            replaced = _edited_words(change, near=0.0) if request else edited
+            if facts:
+                detail = f"{sorted(set(facts))[:4]}"
+            elif replaced:
+                detail = f"{replaced[0]} → {replaced[1]}"
+            elif request and change.kind != "edited":
+                turn = change.probe or change.cached
+                assert turn is not None
+                detail = f"a request {change.kind}: {turn.excerpt[:60]!r}"
+        if detail is not None:
+            return HistoryFinding(diff, Reason(R.HISTORY_FACT_CHANGED, f"{change.where}: {detail}", entry_id))
         off_thread = off_thread and not on_thread
         signals.append(Reason(R.ASIDE_CHANGED, f"{change.where} {change.kind}"
                               + ("" if on_thread else ", off the thread"), entry_id))
-    return HistoryFinding(diff, None, tuple(signals[:3]), equivalent=off_thread)
+    # Off the thread is not enough: "my cat is 14" / "my puppy is 3 months" before "what food
+    # should I give her?" ties to nothing either. The request must be anchored in a turn both
+    # histories share, so that what it is about is known to be the same.
+    changed = {t.pos for c in changes for t in (c.probe,) if t is not None}
+    anchored = any((0, t.pos) in on for t in probe.turns if not t.chatter and t.pos not in changed)
+    return HistoryFinding(diff, None, tuple(signals[:3]), equivalent=off_thread and anchored)
 
 
 __all__ = ["HistoryDiff", "HistoryFinding", "TurnChange", "align", "content_words", "is_reply", "weigh"]
