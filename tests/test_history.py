@@ -176,15 +176,29 @@ def test_history_that_the_request_cannot_depend_on_still_hits(cache, name, cache
     assert not decision.has_reason("history_fact_changed") and not decision.has_reason("reply_target_changed")
 
 
-def test_an_aside_the_request_is_not_tied_to_is_not_treated_as_the_same_history():
-    """'My cat is 14' / 'my puppy is 3 months' before 'what food should I give her?': nothing
-    ties the request to a shared turn, so the alignment vouches for nothing."""
+def test_a_changed_opening_fact_is_a_veto_though_the_request_names_none_of_it():
+    """'My cat is 14' / 'my puppy is 3 months' before 'what food should I give her?': the
+    request shares no word with the changed turn, yet depends on it."""
     a = Signature.from_json({**_sig("what food should i give her?"), "turns": [
         t.to_json() for t in records("My cat is 14 years old.", "A senior kitty! What's your question?")]})
     b = Signature.from_json({**_sig("what food should i give her?"), "turns": [
         t.to_json() for t in records("My puppy is 3 months old.", "Aww, a young pup! What's your question?")]})
     found = history.weigh(a, b)
-    assert found.veto is None and not found.equivalent
+    assert found.veto is not None and found.veto.code == "history_fact_changed" and not found.equivalent
+    assert "turn 1 (user)" in found.veto.detail and "14" in found.veto.detail
+
+
+def test_an_aside_tied_to_nothing_shared_is_not_vouched_for():
+    """Two different anecdotes and a last turn that ties to none of the shared turns: no
+    veto (it may be an aside), but not the same history either; the verifier decides."""
+    a = Signature.from_json({**_sig("which one do you recommend for beginners?"), "turns": [
+        t.to_json() for t in records("I want to learn the guitar", "Great, acoustic or electric?",
+                                     "haha my neighbour plays drums all night", "That sounds loud!")]})
+    b = Signature.from_json({**_sig("which one do you recommend for beginners?"), "turns": [
+        t.to_json() for t in records("I want to learn the guitar", "Great, acoustic or electric?",
+                                     "ugh it's been raining for days", "Sorry to hear that!")]})
+    found = history.weigh(a, b)
+    assert found.veto is None and all(r.code == "aside_changed" for r in found.signals)
 
 
 def _sig(text: str) -> dict:

@@ -171,7 +171,7 @@ def gather(fp: Fingerprint, entry: Entry, turn: float) -> Evidence:
     # The histories turn by turn, whenever they differ by a byte: their context vectors can
     # still be equal (the view keeps only the last few turns and drops small talk), or far
     # apart over an aside the request cannot depend on.
-    aligned = history.weigh(probe, cached, entry.cache_id) \
+    aligned = history.weigh(probe, cached, entry.cache_id, probe_turn=fp.view.current) \
         if probe.history_hash != cached.history_hash and not global_free else None
     equivalent = aligned is not None and aligned.equivalent
     context = None if global_free else 1.0 if equivalent else context_similarity(fp, entry)

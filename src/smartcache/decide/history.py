@@ -18,8 +18,7 @@ paired in order, and each change is judged by what it touches (``weigh``):
 
 The thread is what the request can depend on: the last turn, and for a reply or a
 reference also the turn it answers and the first request (the conversation's subject),
-and every turn tied to these by a content word (transitively, over both sides). An
-aside shares no content word with it. A user turn that is one sentence with a slot
+and every turn that shares a content word with these. An aside shares none. A user turn that is one sentence with a slot
 changed ("my flight on the 3rd" / "the 13th") is a changed detail wherever it sits.
 
     >>> from smartcache.context import turn_records
@@ -33,6 +32,7 @@ changed ("my flight on the 3rd" / "the 13th") is a changed detail wherever it si
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
@@ -48,13 +48,28 @@ from smartcache.fingerprint.nouns import chinese_nouns
 # Entity kinds that are facts of a conversation: one side stating a value the other never
 # states is a different conversation ("order 55120" / "order 55210").
 FACT_KINDS = frozenset({"name", "num", "money", "date", "time", "code", "version"})
-# A last turn of at most this many diff tokens (after fillers) answers the turn before it
-# ("sure, go ahead", "option b", "那就订吧"); so does one that refers back.
+# The facts a reference can point to: a thing named ("how many suitcases fit in it?").
+NAMED_KINDS = frozenset({"name", "code", "version"})
+# A last turn of at most this many words (after fillers; two Chinese characters a word)
+# answers the turn before it ("sure, go ahead", "option b", "那就订吧"), and one of at most
+# REFERRING_WORDS that refers back points into the history ("can I still change it?"); twice
+# that with a pronoun ("how much of that should I feed him per day?"), which "that" or "one"
+# alone are too common to be.
 REPLY_TOKENS = 4
+REFERRING_WORDS = 6
 # Two turns sharing this much of their tokens are one turn with something edited, not a rewording.
 NEAR_COPY = 0.5
 _COMMON = words_of_kind("common")
 _QUESTION = words_of_kind("question")
+# Pronouns for a person or a thing named before ("他最快什么时候能来", "what food should I give her",
+# "how much would that one cost me per month?").
+_PRONOUN = re.compile(r"[他她它]|[那这][个家种款位]|\b(?:he|she|him|her|his|its|they|them|their)\b"
+                      r"|\b(?:that|this|the same) one\b", re.I)
+# A turn that asks something is a request of its own, however short: read on the raw text,
+# since the diff's tokens turn 怎么 / 如何 into a synonym placeholder.
+_ASKS = re.compile(r"[?？]|[吗么呢嘛]\s*$|怎|什么|多少|几|哪|如何|为何|是否|能否|可否|有没有|是不是|能不能|可不可以|"
+                   r"^\s*(?:what|how|why|when|where|who|which|whose|can|could|would|will|is|are|am|do|does|did|"
+                   r"should|shall|may|have|has)\b", re.I)
 
 
 @dataclass(frozen=True)
@@ -186,18 +201,41 @@ def content_words(text: str) -> frozenset[str]:
     return frozenset(ascii_words | {w for w in chinese_nouns(text) if w not in _COMMON})
 
 
-def is_reply(text: str) -> bool:
-    """A last turn that means nothing without the turn before it: one that refers back, or a
-    short one that asks nothing ("sure, go ahead", "option b", "那就订吧").
+def _size(text: str) -> float:
+    """Words after fillers; a Chinese token is one character, and two make about one word."""
+    tokens = [t for t in _tokens(text) if t.strip(".,!?;:'-")]
+    return sum(0.5 if t >= "\u3400" and len(t) == 1 else 1.0 for t in tokens)
 
-        >>> is_reply("sure, go ahead"), is_reply("when will it arrive?"), is_reply("what is a cname?")
-        (True, True, False)
+
+def accepts(text: str) -> bool:
+    """A last turn that answers the assistant's last turn and says nothing of its own: short,
+    asking nothing, naming nothing ("sure, go ahead", "option b", "那就订吧", "好的，就这个").
+
+        >>> accepts("sure, go ahead"), accepts("yes please"), accepts("开通微粒贷"), accepts("what is a cname?")
+        (True, True, False, False)
     """
-    if has_reference(text):
-        return True
-    tokens = _tokens(text)
-    asks = text.rstrip().endswith(("?", "？", "吗")) or any(t in _QUESTION for t in tokens)
-    return len(tokens) <= REPLY_TOKENS and not asks
+    # A short request names what it asks for ("开通微粒贷", "track parcel"); a reply names nothing.
+    return _size(text) <= REPLY_TOKENS and not _ASKS.search(text) and not content_words(text)
+
+
+def points_back(text: str) -> bool:
+    """A short last turn that refers into the history ("when will it arrive?", "那个一年多少钱？",
+    "how much of that should I feed him per day?"). A longer sentence with a "that" or a
+    "one" in it says what it is about.
+
+        >>> points_back("can i still change it?"), points_back("他最快什么时候能来?")
+        (True, True)
+        >>> points_back("how can one defend oneself against an aggressive dog?"), points_back("sure")
+        (False, False)
+    """
+    size = _size(text)
+    return bool(_PRONOUN.search(text) and size <= 2 * REFERRING_WORDS
+                or has_reference(text) and size <= REFERRING_WORDS)
+
+
+def is_reply(text: str) -> bool:
+    """A last turn that means nothing without the turns before it: ``accepts`` or ``points_back``."""
+    return accepts(text) or points_back(text)
 
 
 def _last_offer(turns: Sequence[TurnRecord]) -> TurnRecord | None:
@@ -207,36 +245,28 @@ def _last_offer(turns: Sequence[TurnRecord]) -> TurnRecord | None:
 
 def _thread(probe: Signature, cached: Signature, seeds: Sequence[TurnRecord]) -> set[tuple[int, int]]:
     """(side, pos) of the turns on the thread (side 0: the probe's, 1: the cached entry's): the
-    ``seeds``, and every turn that shares a content word with the last turns or with a turn
-    already on the thread, transitively over both sides."""
-    words = set(content_words(probe.text)) | content_words(cached.text)
-    on: set[tuple[int, int]] = set()
-    pending: list[tuple[int, TurnRecord, frozenset[str]]] = []
-    for side, turns in enumerate((probe.turns, cached.turns)):
-        for t in turns:
-            if t.chatter:
-                continue
-            if any(t is s for s in seeds):
-                on.add((side, t.pos))
-                words |= content_words(t.excerpt)
-            else:
-                pending.append((side, t, content_words(t.excerpt)))
-    grew = True
-    while grew and pending:
-        grew, rest = False, []
-        for side, t, w in pending:
-            if w & words:
-                on.add((side, t.pos))
-                words |= w
-                grew = True
-            else:
-                rest.append((side, t, w))
-        pending = rest
-    return on
+    ``seeds``, and every turn that shares a content word with them or with the last turns.
+
+    One hop, not a closure: assistant turns repeat their own phrasing ("Here is a short
+    answer: …"), and a chain through it would tie every turn to every other. For the same
+    reason a word in more than half of the conversation's turns ties nothing."""
+    turns = [(side, t, content_words(t.excerpt)) for side, sig in enumerate((probe, cached))
+             for t in sig.turns if not t.chatter]
+    counts: dict[str, int] = {}
+    for _, _, words in turns:
+        for w in words:
+            counts[w] = counts.get(w, 0) + 1
+    boilerplate = {w for w, n in counts.items() if n > max(2, len(turns) // 2)}
+    anchor = set(content_words(probe.text)) | content_words(cached.text)
+    # An assistant seed is on the thread, but its words tie nothing: assistants repeat
+    # their own phrasing from turn to turn.
+    anchor |= {w for s in seeds if s.role == "user" for w in content_words(s.excerpt)}
+    anchor -= boilerplate
+    return {(side, t.pos) for side, t, words in turns if any(t is s for s in seeds) or words & anchor}
 
 
-def _first_request(turns: Sequence[TurnRecord]) -> TurnRecord | None:
-    return next((t for t in turns if t.role == "user" and not t.chatter), None)
+def _first_request(turns: Sequence[TurnRecord], skipped: set[int]) -> TurnRecord | None:
+    return next((t for t in turns if t.role == "user" and not t.chatter and id(t) not in skipped), None)
 
 
 def _facts(sig: Signature) -> set[str]:
@@ -252,6 +282,27 @@ def _new_facts(change: TurnChange, probe: Signature, cached: Signature) -> list[
             elsewhere = _facts(other)
             out += [f for f in turn.facts if f.split(":", 1)[0] in FACT_KINDS and f not in elsewhere]
     return out
+
+
+def _has_digits(edited: tuple[str, str]) -> bool:
+    return any(ch.isdigit() for side in edited for ch in side)
+
+
+def _is_first_request(change: TurnChange, probe: Signature, cached: Signature) -> bool:
+    return any(t is not None and t is _first_request(sig.turns, set())
+               for t, sig in ((change.probe, probe), (change.cached, cached)))
+
+
+def _answer_changed(change: TurnChange, probe: Signature, cached: Signature) -> bool:
+    """An assistant turn that differs although the user turn it answers is the same request
+    on both sides: the same question got another answer (another recommendation, another
+    option). An aside's reply differs because the aside does, and is not this."""
+    if change.probe is None or change.cached is None or change.probe.role != "assistant":
+        return False
+    before = lambda sig, pos: next((t for t in sig.turns if t.pos == pos - 1), None)
+    mine, theirs = before(probe, change.probe.pos), before(cached, change.cached.pos)
+    return (mine is not None and theirs is not None and mine.role == "user" and not mine.chatter
+            and mine.digest == theirs.digest and _edited_words(change, near=0.0) is not None)
 
 
 def _edited_words(change: TurnChange, *, near: float) -> tuple[str, str] | None:
@@ -292,8 +343,11 @@ class HistoryFinding:
     equivalent: bool = False
 
 
-def weigh(probe: Signature, cached: Signature, entry_id: str | None = None) -> HistoryFinding:
+def weigh(probe: Signature, cached: Signature, entry_id: str | None = None, *,
+          probe_turn: str | None = None) -> HistoryFinding:
     """Align the two histories and judge what differs (the module docstring says how).
+    ``probe_turn``: the request's last turn as written, before reference resolution (which
+    rewrites "that one" into a name, and with it the sign that the turn points back).
     Only two histories are aligned: a request without one against an entry with one is the
     context rules' to judge."""
     if not (probe.turns and cached.turns):
@@ -304,47 +358,65 @@ def weigh(probe: Signature, cached: Signature, entry_id: str | None = None) -> H
     changes = [c for c in diff.changes if not c.chatter]
     if not changes:
         return HistoryFinding(diff, equivalent=True)
+    texts = [probe.text, cached.text] + ([probe_turn] if probe_turn else [])
     seeds: list[TurnRecord] = []
-    if is_reply(probe.text) or is_reply(cached.text):
-        mine, theirs = _last_offer(probe.turns), _last_offer(cached.turns)
-        if (mine is None) != (theirs is None) or (mine and theirs and mine.digest != theirs.digest):
-            what = _edited_words(TurnChange(mine, theirs), near=0.0)
-            turn = mine or theirs
-            assert turn is not None
-            detail = (f"turn {turn.pos} (assistant), which the reply answers, changed"
-                      + (f": {what[0]} → {what[1]}" if what else "")
-                      + f"; the histories part at turn {diff.first_divergence}")
-            return HistoryFinding(diff, Reason(R.REPLY_TARGET_CHANGED, detail, entry_id))
+    mine, theirs = _last_offer(probe.turns), _last_offer(cached.turns)
+    if any(accepts(t) for t in texts) and \
+            ((mine is None) != (theirs is None) or (mine and theirs and mine.digest != theirs.digest)):
+        what = _edited_words(TurnChange(mine, theirs), near=0.0)
+        turn = mine or theirs
+        assert turn is not None
+        detail = (f"turn {turn.pos} (assistant), which the reply answers, changed"
+                  + (f": {what[0]} → {what[1]}" if what else "")
+                  + f"; the histories part at turn {diff.first_divergence}")
+        return HistoryFinding(diff, Reason(R.REPLY_TARGET_CHANGED, detail, entry_id))
+    referring = any(is_reply(t) for t in texts)
+    if referring:
         # A reply or a reference ("can I still change it?") is about the conversation's
-        # subject, which its first request names, whatever words the reply itself uses.
-        seeds += [t for t in (mine, theirs, _first_request(probe.turns), _first_request(cached.turns))
-                  if t is not None]
+        # subject, which its first request names, whatever words the reply itself uses; an
+        # earlier topic only one side has is not that subject.
+        one_sided = {id(c.probe or c.cached) for c in diff.changes if c.kind != "edited"}
+        seeds += [t for t in (mine, theirs, _first_request(probe.turns, one_sided),
+                              _first_request(cached.turns, one_sided)) if t is not None]
     on = _thread(probe, cached, seeds)
     signals: list[Reason] = []
-    off_thread = True
+    vouched = True      # every change is one the request cannot depend on
     for change in changes:
         on_thread = any((side, t.pos) in on for side, t in ((0, change.probe), (1, change.cached)) if t is not None)
         request = any(t is not None and t.role == "user" for t in (change.probe, change.cached))
-        # One sentence with a slot changed ("my flight on the 3rd" / "the 13th") is a changed
-        # detail wherever it sits; a turn reworded or replaced matters only on the thread.
-        edited = _edited_words(change, near=NEAR_COPY)
+        near = _edited_words(change, near=NEAR_COPY)
+        facts = _new_facts(change, probe, cached)
+        # A turn only one side has (an earlier topic, an extra exchange) is evidence, never a
+        # veto: on public pairs placed after such a topic it refused wanted hits as often as
+        # not (scripts/veto_precision.py). A veto needs the two versions of one turn.
+        paired = change.kind == "edited"
+        named = [f for f in facts if f.split(":", 1)[0] in NAMED_KINDS]
         detail = None
-        if edited and request:
-            detail = f"{edited[0]} → {edited[1]}"
-        elif on_thread:
-            facts = _new_facts(change, probe, cached)
-            replaced = _edited_words(change, near=0.0) if request else edited
+        if paired and request and near and (_has_digits(near) or _is_first_request(change, probe, cached)):
+            # One sentence with a number or the opening request changed ("my flight on the 3rd"
+            # / "the 13th", "close my savings account" / "my credit card"): a changed detail
+            # wherever it sits and whatever the last turn names.
+            detail = f"{near[0]} → {near[1]}"
+        elif paired and (referring and named or (referring or named) and _answer_changed(change, probe, cached)):
+            # "how many suitcases fit in it?" after another car was recommended, ten turns
+            # back: what a reference points to is a thing named, and this turn names another,
+            # or answers the same question with another thing. The same question answered
+            # with other names ("乐山大佛" / "都江堰") is another conversation, reference or not.
+            replaced = _edited_words(change, near=0.0)
+            detail = f"{sorted(set(named))[:4]}" if named else f"{replaced[0]} → {replaced[1]}" if replaced else ""
+        elif paired and on_thread:
+            # On the thread a request edited in any word asks something else; an assistant
+            # turn is reworded freely, so it counts when a fact or one slot of it changed.
+            replaced = _edited_words(change, near=0.0) if request else near
             if facts:
                 detail = f"{sorted(set(facts))[:4]}"
             elif replaced:
                 detail = f"{replaced[0]} → {replaced[1]}"
-            elif request and change.kind != "edited":
-                turn = change.probe or change.cached
-                assert turn is not None
-                detail = f"a request {change.kind}: {turn.excerpt[:60]!r}"
         if detail is not None:
             return HistoryFinding(diff, Reason(R.HISTORY_FACT_CHANGED, f"{change.where}: {detail}", entry_id))
-        off_thread = off_thread and not on_thread
+        # Off the thread, a changed number, name or near-copied turn is still not vouched for:
+        # the thread is read by shared words, and an answer can depend on a fact without them.
+        vouched = vouched and not (on_thread or facts or near)
         signals.append(Reason(R.ASIDE_CHANGED, f"{change.where} {change.kind}"
                               + ("" if on_thread else ", off the thread"), entry_id))
     # Off the thread is not enough: "my cat is 14" / "my puppy is 3 months" before "what food
@@ -352,7 +424,7 @@ def weigh(probe: Signature, cached: Signature, entry_id: str | None = None) -> H
     # histories share, so that what it is about is known to be the same.
     changed = {t.pos for c in changes for t in (c.probe,) if t is not None}
     anchored = any((0, t.pos) in on for t in probe.turns if not t.chatter and t.pos not in changed)
-    return HistoryFinding(diff, None, tuple(signals[:3]), equivalent=off_thread and anchored)
+    return HistoryFinding(diff, None, tuple(signals[:3]), equivalent=vouched and anchored)
 
 
-__all__ = ["HistoryDiff", "HistoryFinding", "TurnChange", "align", "content_words", "is_reply", "weigh"]
+__all__ = ["HistoryDiff", "HistoryFinding", "TurnChange", "align", "accepts", "content_words", "is_reply", "points_back", "weigh"]

@@ -135,7 +135,7 @@ def _context_gate(fp: Fingerprint, entry: Entry, limits: Thresholds, switches: S
     if context is None:
         return refuse("context_mismatch", "only one of the two requests has a history")
     if probe.history_hash != cached.history_hash:
-        aligned = history.weigh(probe, cached, entry.cache_id)
+        aligned = history.weigh(probe, cached, entry.cache_id, probe_turn=fp.view.current)
         if aligned.veto is not None:
             return refuse(aligned.veto.code, aligned.veto.detail)
         if aligned.equivalent:      # only small talk or asides differ: the turns alone decide
