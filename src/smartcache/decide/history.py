@@ -185,7 +185,9 @@ def _pair(probe: Sequence[TurnRecord], cached: Sequence[TurnRecord]) -> list[Tur
 def _is_content(token: str) -> bool:
     """A diff token that says what a turn is about: not a form or question word, not a word
     too common to mean anything alone."""
-    return not (_is_form_word(token) or token in _COMMON or token in _QUESTION or not token.strip(".,'-"))
+    # The diff's tokens are singular ("works" -> "work"): a common word is looked up both ways.
+    common = token in _COMMON or token + "s" in _COMMON
+    return not (_is_form_word(token) or common or token in _QUESTION or not token.strip(".,'-"))
 
 
 @lru_cache(maxsize=50_000)
@@ -285,12 +287,23 @@ def _new_facts(change: TurnChange, probe: Signature, cached: Signature) -> list[
 
 
 def _has_digits(edited: tuple[str, str]) -> bool:
-    return any(ch.isdigit() for side in edited for ch in side)
+    """A number replaced by another ("3rd" / "13th"), not one said where the other turn used
+    words ("my toddler" / "my 2 year old")."""
+    return all(any(ch.isdigit() for ch in side) for side in edited)
 
 
 def _is_first_request(change: TurnChange, probe: Signature, cached: Signature) -> bool:
     return any(t is not None and t is _first_request(sig.turns, set())
                for t, sig in ((change.probe, probe), (change.cached, cached)))
+
+
+def _exchange_changed(change: TurnChange, diff: HistoryDiff) -> bool:
+    """Whether the other turn of this turn's exchange (the user turn an assistant turn answers,
+    or the answer to a user turn) differs too."""
+    turn = change.probe or change.cached
+    assert turn is not None
+    partner = turn.pos - 1 if turn.role == "assistant" else turn.pos + 1
+    return any((c.probe or c.cached).pos == partner for c in diff.changes)   # type: ignore[union-attr]
 
 
 def _answer_changed(change: TurnChange, probe: Signature, cached: Signature) -> bool:
@@ -376,8 +389,8 @@ def weigh(probe: Signature, cached: Signature, entry_id: str | None = None, *,
         # subject, which its first request names, whatever words the reply itself uses; an
         # earlier topic only one side has is not that subject.
         one_sided = {id(c.probe or c.cached) for c in diff.changes if c.kind != "edited"}
-        seeds += [t for t in (mine, theirs, _first_request(probe.turns, one_sided),
-                              _first_request(cached.turns, one_sided)) if t is not None]
+        seeds += [t for t in (_first_request(probe.turns, one_sided), _first_request(cached.turns, one_sided))
+                  if t is not None]
     on = _thread(probe, cached, seeds)
     signals: list[Reason] = []
     vouched = True      # every change is one the request cannot depend on
@@ -414,9 +427,11 @@ def weigh(probe: Signature, cached: Signature, entry_id: str | None = None, *,
                 detail = f"{replaced[0]} → {replaced[1]}"
         if detail is not None:
             return HistoryFinding(diff, Reason(R.HISTORY_FACT_CHANGED, f"{change.where}: {detail}", entry_id))
-        # Off the thread, a changed number, name or near-copied turn is still not vouched for:
-        # the thread is read by shared words, and an answer can depend on a fact without them.
-        vouched = vouched and not (on_thread or facts or near)
+        # Off the thread, a user sentence with a slot changed, or a fact changed while the other
+        # turn of its exchange stayed the same, is still not vouched for: the thread is read by
+        # shared words, and an answer can depend on a detail without them ("I'm vegetarian").
+        # An aside exchange reworded whole (its question and its answer) is.
+        vouched = vouched and not (on_thread or request and near or facts and not _exchange_changed(change, diff))
         signals.append(Reason(R.ASIDE_CHANGED, f"{change.where} {change.kind}"
                               + ("" if on_thread else ", off the thread"), entry_id))
     # Off the thread is not enough: "my cat is 14" / "my puppy is 3 months" before "what food
