@@ -287,9 +287,11 @@ def _new_facts(change: TurnChange, probe: Signature, cached: Signature) -> list[
 
 
 def _has_digits(edited: tuple[str, str]) -> bool:
-    """A number replaced by another ("3rd" / "13th"), not one said where the other turn used
-    words ("my toddler" / "my 2 year old")."""
-    return all(any(ch.isdigit() for ch in side) for side in edited)
+    """A number replaced by another ("3rd" / "13th"): not one said where the other turn used
+    words ("my toddler" / "my 2 year old"), nor the same number reworded ("1000 pieces" /
+    "1000-piece")."""
+    old, new = (set(re.findall(r"\d+(?:\.\d+)?", side)) for side in edited)
+    return bool(old and new and old != new)
 
 
 def _is_first_request(change: TurnChange, probe: Signature, cached: Signature) -> bool:
