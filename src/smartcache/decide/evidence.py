@@ -75,7 +75,7 @@ _NEGATORS = frozenset("别 不 没 勿 禁 无 未 非 莫 甭 not don't dont ne
                       "shouldn't can't cannot won't doesn't isn't aren't".split())
 # Rule codes that are hard vetoes. Everything else the rules say is a signal for the verifier.
 HARD_VETOES = frozenset({R.QUANTITY_CHANGE, R.INTENT_REVERSAL, R.OPPOSITE_ACTIONS, R.DIRECTION_REVERSED,
-                         R.CONTEXT_DEPENDENT, R.REPLY_TARGET_CHANGED, R.HISTORY_FACT_CHANGED})
+                         R.CONTEXT_DEPENDENT, R.REPLY_TARGET_CHANGED, R.HISTORY_FACT_CHANGED, R.HISTORY_UNSEEN})
 # A route: which end it starts from is its meaning. "A or B", "A vs B" are symmetric and stay evidence.
 _FROM = re.compile(r"从|\bfrom\s", re.I)
 
@@ -189,6 +189,11 @@ def gather(fp: Fingerprint, entry: Entry, turn: float) -> Evidence:
     _history(tally, probe, cached, context, global_free)
     if aligned is not None and aligned.veto is not None:
         tally.signal(aligned.veto.code, aligned.veto.detail)
+    elif aligned is not None and not equivalent and aligned.material and context == 1.0:
+        # The context vectors are equal (the view keeps the last few turns), so the verifier
+        # would judge two different histories as one: what it cannot see, it may not pass.
+        tally.signal("history_unseen", f"the histories differ at turn {aligned.diff.first_divergence}, "
+                                       "before the turns the context vector reads")
     if aligned is not None:
         tally.signals.extend(aligned.signals)
     tally.put("unresolved_reference", float(bool(_UNRESOLVED_REFERENCE.search(probe.text))))

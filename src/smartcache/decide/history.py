@@ -64,7 +64,14 @@ _QUESTION = words_of_kind("question")
 # Pronouns for a person or a thing named before ("他最快什么时候能来", "what food should I give her",
 # "how much would that one cost me per month?").
 _PRONOUN = re.compile(r"[他她它]|[那这][个家种款位]|\b(?:he|she|him|her|his|its|they|them|their)\b"
-                      r"|\b(?:that|this|the same) one\b", re.I)
+                      r"|\b(?:that|this|the same) one\b"
+                      # a definite description of something said before ("the cheaper option",
+                      # "the second place you mentioned", "你刚说的第二家", "便宜的那个")
+                      r"|\byou (?:just )?(?:mentioned|said|suggested|recommended|listed|offered)\b"
+                      r"|\bthe (?:first|second|third|last|other|cheaper|cheapest|bigger|smaller|earlier|later) "
+                      r"(?:one|option|choice|place|plan)\b"
+                      r"|你(?:刚才?|之前|上面)?(?:说|提|推荐|列|讲)(?:的|过)|(?:刚才|上面|前面|之前)(?:说|提)?的"
+                      r"|第[一二三四五12345][个家种款套条]", re.I)
 # A turn that asks something is a request of its own, however short: read on the raw text,
 # since the diff's tokens turn 怎么 / 如何 into a synonym placeholder.
 _ASKS = re.compile(r"[?？]|[吗么呢嘛]\s*$|怎|什么|多少|几|哪|如何|为何|是否|能否|可否|有没有|是不是|能不能|可不可以|"
@@ -308,6 +315,13 @@ def _exchange_changed(change: TurnChange, diff: HistoryDiff) -> bool:
     return any((c.probe or c.cached).pos == partner for c in diff.changes)   # type: ignore[union-attr]
 
 
+def _hidden(change: TurnChange) -> bool:
+    """Two versions of a turn whose excerpts are the same words although their texts differ:
+    what changed is in the middle of a long turn, which the excerpt leaves out."""
+    assert change.probe is not None and change.cached is not None
+    return _tokens(change.probe.excerpt) == _tokens(change.cached.excerpt) and len(change.probe.excerpt) >= 150
+
+
 def _answer_changed(change: TurnChange, probe: Signature, cached: Signature) -> bool:
     """An assistant turn that differs although the user turn it answers is the same request
     on both sides: the same question got another answer (another recommendation, another
@@ -316,8 +330,9 @@ def _answer_changed(change: TurnChange, probe: Signature, cached: Signature) -> 
         return False
     before = lambda sig, pos: next((t for t in sig.turns if t.pos == pos - 1), None)
     mine, theirs = before(probe, change.probe.pos), before(cached, change.cached.pos)
+    # By digest, not by excerpt: an offer in the middle of a long turn is not in its excerpt.
     return (mine is not None and theirs is not None and mine.role == "user" and not mine.chatter
-            and mine.digest == theirs.digest and _edited_words(change, near=0.0) is not None)
+            and mine.digest == theirs.digest and change.probe.digest != change.cached.digest)
 
 
 def _edited_words(change: TurnChange, *, near: float) -> tuple[str, str] | None:
@@ -357,6 +372,11 @@ class HistoryFinding:
     signals: tuple[Reason, ...] = ()
     equivalent: bool = False
 
+    @property
+    def material(self) -> bool:
+        """Whether any change is more than small talk."""
+        return self.diff is not None and any(not c.chatter for c in self.diff.changes)
+
 
 def weigh(probe: Signature, cached: Signature, entry_id: str | None = None, *,
           probe_turn: str | None = None) -> HistoryFinding:
@@ -376,8 +396,11 @@ def weigh(probe: Signature, cached: Signature, entry_id: str | None = None, *,
     texts = [probe.text, cached.text] + ([probe_turn] if probe_turn else [])
     seeds: list[TurnRecord] = []
     mine, theirs = _last_offer(probe.turns), _last_offer(cached.turns)
-    if any(accepts(t) for t in texts) and \
-            ((mine is None) != (theirs is None) or (mine and theirs and mine.digest != theirs.digest)):
+    offer_changed = (mine is None) != (theirs is None) or bool(mine and theirs and mine.digest != theirs.digest)
+    # An acceptance answers the last offer whatever it was; a short turn that points back
+    # ("ok, let's do that then") answers it when the same question got another offer.
+    if offer_changed and (any(accepts(t) for t in texts) or any(points_back(t) for t in texts)
+                          and _answer_changed(TurnChange(mine, theirs), probe, cached)):
         what = _edited_words(TurnChange(mine, theirs), near=0.0)
         turn = mine or theirs
         assert turn is not None
@@ -412,13 +435,16 @@ def weigh(probe: Signature, cached: Signature, entry_id: str | None = None, *,
             # / "the 13th", "close my savings account" / "my credit card"): a changed detail
             # wherever it sits and whatever the last turn names.
             detail = f"{near[0]} → {near[1]}"
-        elif paired and (referring and named or (referring or named) and _answer_changed(change, probe, cached)):
+        elif paired and (referring and named
+                         or (referring or named or on_thread) and _answer_changed(change, probe, cached)):
             # "how many suitcases fit in it?" after another car was recommended, ten turns
             # back: what a reference points to is a thing named, and this turn names another,
             # or answers the same question with another thing. The same question answered
-            # with other names ("乐山大佛" / "都江堰") is another conversation, reference or not.
+            # with other names ("乐山大佛" / "都江堰"), or on the thread, is another
+            # conversation, reference or not.
             replaced = _edited_words(change, near=0.0)
-            detail = f"{sorted(set(named))[:4]}" if named else f"{replaced[0]} → {replaced[1]}" if replaced else ""
+            detail = (f"{sorted(set(named))[:4]}" if named else f"{replaced[0]} → {replaced[1]}" if replaced
+                      else "the same question was answered otherwise")
         elif paired and on_thread:
             # On the thread a request edited in any word asks something else; an assistant
             # turn is reworded freely, so it counts when a fact or one slot of it changed.
@@ -427,6 +453,8 @@ def weigh(probe: Signature, cached: Signature, entry_id: str | None = None, *,
                 detail = f"{sorted(set(facts))[:4]}"
             elif replaced:
                 detail = f"{replaced[0]} → {replaced[1]}"
+            elif request and _hidden(change):
+                detail = "changed in the middle of a long turn"
         if detail is not None:
             return HistoryFinding(diff, Reason(R.HISTORY_FACT_CHANGED, f"{change.where}: {detail}", entry_id))
         # Off the thread, a user sentence with a slot changed, or a fact changed while the other

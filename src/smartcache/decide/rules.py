@@ -52,6 +52,7 @@ class ReasonCode(enum.StrEnum):
     DIRECTION_REVERSED = "direction_reversed", "veto", "the same two places the other way round (from / to)"
     REPLY_TARGET_CHANGED = "reply_target_changed", "veto", "the turn a short reply answers differs (another offer)"
     HISTORY_FACT_CHANGED = "history_fact_changed", "veto", "a fact or request of the history's thread differs"
+    HISTORY_UNSEEN = "history_unseen", "veto", "the histories differ beyond what the context vector sees, and the alignment vouches for nothing"
     # context: the history, scored apart from the turn
     CONTEXT_DEPENDENT = "context_dependent", "context", "a global entry cannot answer a turn that refers back"
     CONTEXT_MISMATCH = "context_mismatch", "context", "only one request has a history, or the histories are far apart"
