@@ -100,6 +100,13 @@ def test_reply_needs_the_turn_before_it():
     assert history.is_reply("sure, go ahead") and history.is_reply("option b") and history.is_reply("那就订吧")
     assert history.is_reply("can i still change it?")              # a reference
     assert not history.is_reply("what is a cname record?") and not history.is_reply("怎么转成pdf？")
+    assert not history.accepts("开通微粒贷") and not history.accepts("track my parcel")   # short, but a request
+
+
+@pytest.mark.parametrize("text", ["does the cheaper option ship for free?", "is the second place you mentioned open late?",
+                                  "你刚说的第二家远吗", "便宜的那个有现货吗", "他最快什么时候能来"])
+def test_definite_descriptions_point_back(text):
+    assert history.points_back(text)
 
 
 # --- the decisions ------------------------------------------------------------------------------
@@ -147,6 +154,20 @@ def test_changed_history_is_never_a_hit(make_cache, verifier, name, cached, prob
     assert decision.has_reason(reason), decision.reasons
     detail = next(r.detail for r in decision.reasons if r.code == reason)
     assert shown in detail                 # explain names the turn and what changed
+
+
+def test_a_difference_the_context_vector_cannot_see_is_not_passed_to_the_verifier(cache):
+    """An anecdote with a name changed twenty turns back, under a self-contained question: no
+    veto can say it matters, but the context vectors are equal (the view keeps five turns),
+    so the verifier would judge two histories as one. It may not."""
+    filler = [t for i in range(10) for t in (f"Step {i}: what next with the router setup?", f"Now do step {i + 1}.")]
+    cached = convo("Help me set up my new router", "Sure.", "my brother Tom is visiting", "Nice!",
+                   *filler, "What is the default admin password?")
+    probe = convo("Help me set up my new router", "Sure.", "my neighbour Greg is visiting", "Nice!",
+                  *filler, "What is the default admin password?")
+    remember(cache, cached, "admin / admin, printed on the label")
+    decision = cache.lookup(probe, session="s1")
+    assert decision.zone is Zone.MISS and decision.has_reason("history_unseen"), decision.reasons
 
 
 HITS = [
