@@ -68,11 +68,12 @@ benchmark: $(STAMP)
 
 # Every system on the seed-0 draw with the packaged defaults (the verifier at the operating
 # points calibrated into it by `make train`), beside the rules-only path (--ablate verifier);
-# then the fresh development sets, written apart from the benchmark's templates.
+# then the fresh development sets, written apart from the benchmark's templates (history-*: long
+# conversations whose histories differ, issue 18; see docs/eval/history.md).
 evaluate: benchmark
 	$(VENV)/bin/smartcache eval --cases build/benchmark.jsonl --ablate verifier,validation \
 	  --json build/eval.json --report docs/eval/benchmark.md
-	for set in zh-a en-a zh-b en-b; do \
+	for set in zh-a en-a zh-b en-b history-a history-b history-c; do \
 	  $(VENV)/bin/smartcache eval --cases docs/eval/devset/$$set.jsonl --systems smartcache,last_message,full_context \
 	    --ablate verifier --json build/devset-$$set.json --report docs/eval/devset-$$set.md || exit 1; done
 

@@ -467,9 +467,12 @@ def weigh(probe: Signature, cached: Signature, entry_id: str | None = None, *,
     # Off the thread is not enough: "my cat is 14" / "my puppy is 3 months" before "what food
     # should I give her?" ties to nothing either. The request must be anchored in a turn both
     # histories share, so that what it is about is known to be the same.
+    # A topic only one side has, asked and answered before (public pairs placed after an
+    # earlier finished topic), needs no anchor: nothing of the shared history was edited.
     changed = {t.pos for c in changes for t in (c.probe,) if t is not None}
     anchored = any((0, t.pos) in on for t in probe.turns if not t.chatter and t.pos not in changed)
-    return HistoryFinding(diff, None, tuple(signals[:3]), equivalent=vouched and anchored)
+    one_sided_only = all(c.kind != "edited" for c in changes)
+    return HistoryFinding(diff, None, tuple(signals[:3]), equivalent=vouched and (anchored or one_sided_only))
 
 
 __all__ = ["HistoryDiff", "HistoryFinding", "TurnChange", "align", "accepts", "content_words", "is_reply", "points_back", "weigh"]
