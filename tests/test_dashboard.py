@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from cdp import FLAGS, Browser
-from conftest import serve
+from conftest import free_port, serve
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = [pytest.mark.integration,
@@ -123,3 +123,16 @@ def test_dashboard_behind_the_admin_token(guarded_gateway, tmp_path):
     keep = os.environ.get("SMARTCACHE_SCREENSHOT")
     if keep:
         shutil.copyfile(tmp_path / "dashboard.png", keep)
+
+
+def test_dashboard_says_when_no_token_can_open_the_admin_api(tmp_path):
+    """API keys and no admin token: /admin is closed to everyone, so the page says how to
+    start serve instead of asking for a token that does not exist."""
+    keys = tmp_path / "keys.toml"
+    keys.write_text(f'[[keys]]\nkey = "{KEYS["acme"]}"\ntenant = "acme"\n')
+    with serve("--store", "memory", "--keys", str(keys), "--upstream", f"http://127.0.0.1:{free_port()}/v1") as base:
+        with Browser(CHROMIUM, tmp_path / "profile") as browser:
+            page = browser.open(base + "/dashboard")
+            assert page.wait_for("document.body.dataset.auth") == "closed"
+            assert page.evaluate("document.getElementById('auth-form').hidden") is True
+            assert "SMARTCACHE_ADMIN_TOKEN" in page.evaluate("document.getElementById('auth-message').textContent")
