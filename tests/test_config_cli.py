@@ -143,3 +143,26 @@ def test_serve_refuses_bad_keys_before_loading_the_engine(tmp_path, capsys, keys
         path.write_text(keys)
     assert main(["serve", "--store", "memory", "--keys", str(path), *extra]) == 2
     assert match in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("config, data, match", [
+    ("this is not toml", True, "not valid TOML"),
+    ("colour = 1\n", True, "unknown config keys"),
+    (None, True, "cannot read config"),
+    ("", False, "does not exist"),
+    ("", "empty", "no *.jsonl training cases"),
+], ids=["bad-toml", "unknown-key", "missing-config", "missing-data", "empty-data"])
+def test_train_bad_input_is_one_line_and_exit_2(tmp_path, capsys, config, data, match):
+    folder = tmp_path / "training"
+    if data:
+        folder.mkdir()
+        if data != "empty":
+            (folder / "cases.jsonl").write_text("{}\n")
+    args = ["train", "--data", str(folder), "--out", str(tmp_path / "model.json"), "--report", str(tmp_path / "r")]
+    if config is not None:
+        (tmp_path / "smartcache.toml").write_text(config)
+    args += ["--config", str(tmp_path / "smartcache.toml")]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("smartcache: error: ") and match in err and "Traceback" not in err
+    assert err.count("\n") == 1 and not (tmp_path / "model.json").exists()

@@ -343,3 +343,17 @@ def test_anonymous_repeats_are_not_regenerates(client):
     again = chat(client, msgs, session=None)
     assert "regenerate" not in again.headers["x-smartcache-reason"]
     assert client.get("/admin/entries").json()["total"] == 0        # no session: nothing is written
+
+
+def test_admin_stats_carry_the_dashboards_plots(client):
+    chat(client, [SYSTEM, U("How do I reset my password?")])
+    assert chat(client, [SYSTEM, U("How can I reset my password")]).headers["x-smartcache-status"] == "hit"
+    chat(client, [SYSTEM, U("How do I reset my password?")], session="s2")
+    stats = client.get("/admin/stats").json()
+    rows = stats["timeline"]
+    assert sum(r["lookups"] for r in rows) == 3
+    assert all(r["lookup_p50_ms"] > 0 and r["lookup_p99_ms"] >= r["lookup_p50_ms"] for r in rows if r["lookups"])
+    assert sum(r["prompt_tokens"] for r in rows) == stats["prompt_tokens"] > 0
+    assert 0 < sum(r["saved_tokens"] for r in rows) == stats["saved_tokens"] <= stats["prompt_tokens"]
+    (tenant,) = stats["by_tenant"]
+    assert tenant["tenant"] == "default" and tenant["hit"] == 1 and tenant["hit"] + tenant["miss"] == 3

@@ -70,11 +70,14 @@ class StoreConfig:
 class AuthConfig:
     keys_file: str = _AUTH["keys_file"]   # the gateway's API keys (TOML, see gateway/auth.py); "" = no keys
     trust_tenant_header: bool = _AUTH["trust_tenant_header"]   # honour x-tenant-id as sent (behind an authenticating proxy only)
+    admin_token_file: str = _AUTH["admin_token_file"]   # a file holding serve's admin token; "" = none
 
     def __post_init__(self) -> None:
         # A quoted "false" would be truthy: this switch decides who reads whose answers.
-        if not isinstance(self.trust_tenant_header, bool) or not isinstance(self.keys_file, str):
-            raise ConfigError("auth.trust_tenant_header must be true or false, auth.keys_file a path string")
+        if (not isinstance(self.trust_tenant_header, bool) or not isinstance(self.keys_file, str)
+                or not isinstance(self.admin_token_file, str)):
+            raise ConfigError("auth.trust_tenant_header must be true or false, auth.keys_file and "
+                              "auth.admin_token_file path strings")
 
 
 @dataclass(frozen=True)

@@ -2,17 +2,22 @@
 
 It starts the bundled engine (or a client of an upstream), the store the --store
 flags ask for, and the real encoder by default; who may call it comes from --keys /
---trust-tenant-header over the config's [auth] table.
+--trust-tenant-header over the config's [auth] table, and the admin token from the
+environment or a file (``admin_token.py``: never only the command line, which every
+local user can read).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import TYPE_CHECKING
 
 from smartcache.cache import SmartCache
+from smartcache.cli.admin_token import ENV as ADMIN_TOKEN_ENV
+from smartcache.cli.admin_token import resolve_admin_token
 from smartcache.cli.console import fail
 from smartcache.cli.store_options import store_overrides
 from smartcache.config import AuthConfig, load_config
@@ -58,7 +63,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                                              "~/.local/share/smartcache, cache.db)")
     parser.add_argument("--kv-budget-mb", type=int, default=512, help="memory for the bundled engine's KV prefixes")
     parser.add_argument("--max-tokens", type=int, default=256, help="default max_tokens of a request")
-    parser.add_argument("--admin-token", help="require Authorization: Bearer TOKEN on /admin (never a tenant's key)")
+    parser.add_argument("--admin-token", metavar="TOKEN",
+                        help="require Authorization: Bearer TOKEN on /admin (never a tenant's key); visible to "
+                             f"other local users, so prefer ${ADMIN_TOKEN_ENV} or --admin-token-file")
+    parser.add_argument("--admin-token-file", metavar="PATH",
+                        help=f"read the admin token from this file (default: ${ADMIN_TOKEN_ENV}, else the "
+                             "config's [auth] admin_token_file, else no token)")
     parser.add_argument("--keys", metavar="FILE",
                         help="API keys (TOML) mapping each key or its sha256 to a tenant and its namespaces; "
                              "requests then need one (default: [auth] keys_file, else no keys: one local tenant)")
@@ -71,7 +81,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import logging
-    import os
 
     import uvicorn
 
@@ -87,8 +96,11 @@ def run(args: argparse.Namespace) -> int:
         overrides["store"] = store_overrides(args)
         if args.store == "sqlite":
             print(f"smartcache: cache entries persist in {overrides['store']['path']}", file=sys.stderr)
-        cache = SmartCache(load_config(args.config, **overrides))
-        auth = _auth_policy(args, cache.config.auth)
+        config = load_config(args.config, **overrides)
+        # Credentials first: a mistake there stops serve before the encoder and engine load.
+        admin_token = _admin_token(args, config.auth)
+        auth = _auth_policy(args, config.auth, admin_token)
+        cache = SmartCache(config)
         if args.warmup:
             from smartcache.eval.replay import load_sessions, warmup
             print(f"smartcache: warm-up {json.dumps(warmup(cache, load_sessions(args.warmup)))}", file=sys.stderr)
@@ -108,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
                                **{name: value for name in ("max_body_bytes", "max_messages", "max_message_chars")
                                   if (value := getattr(args, name)) is not None})
     # Beyond loopback, an admin API without a token would hand every tenant's answers to the network.
-    app = create_app(cache, engine, settings, admin_token=args.admin_token, auth=auth,
+    app = create_app(cache, engine, settings, admin_token=admin_token, auth=auth,
                      close_admin=args.host not in LOOPBACK)
     print(f"smartcache: serving on http://{args.host}:{args.port}  (dashboard: /dashboard)", file=sys.stderr)
     # Idle keep-alive connections outlive the clients' and proxies' own (httpx: 5 s, nginx: 60 s):
@@ -118,14 +130,25 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _auth_policy(args: argparse.Namespace, config: AuthConfig) -> AuthPolicy:
+def _admin_token(args: argparse.Namespace, config: AuthConfig) -> str | None:
+    """The admin token from the flags, the environment or the config's file; says where from."""
+    found = resolve_admin_token(args.admin_token, args.admin_token_file, os.environ, config.admin_token_file)
+    if found is None:
+        return None
+    for warning in found.warnings:
+        print(f"smartcache: warning: {warning}", file=sys.stderr)
+    print(f"smartcache: /admin needs the admin token (from {found.source})", file=sys.stderr)
+    return found.token
+
+
+def _auth_policy(args: argparse.Namespace, config: AuthConfig, admin_token: str | None) -> AuthPolicy:
     """Who the callers are: --keys / --trust-tenant-header over the config's [auth] table."""
     from smartcache.gateway.auth import AuthPolicy, KeyRegistry
 
     keys_file = args.keys or config.keys_file
     registry = KeyRegistry.load(keys_file) if keys_file else None
     policy = AuthPolicy(registry, trust_tenant_header=args.trust_tenant_header or config.trust_tenant_header)
-    policy.check_admin_token(args.admin_token)      # before the engine takes its 25 s to load
+    policy.check_admin_token(admin_token)      # before the engine takes its 25 s to load
     if registry is not None:
         print(f"smartcache: API keys from {keys_file}: {len(registry.keys)} keys, {len(registry.tenants)} tenants, "
               f"{len(registry.secrets)} with signed sessions", file=sys.stderr)

@@ -30,10 +30,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from smartcache.eval.train_run import train
 
+    # Input errors are one line and exit status 2, as every other command gives them: checked
+    # here, before the harvest starts its worker processes (whose tracebacks would bury them).
     data = Path(args.data)
+    if not data.is_dir():
+        return fail(f"the training data folder {data} does not exist (run scripts/build_training.py)")
     if not any(data.glob("*.jsonl")):
         return fail(f"no *.jsonl training cases in {data} (run scripts/build_training.py)")
-    config = load_config(args.config, use_verifier=False, store={"backend": "memory"})
+    try:
+        config = load_config(args.config, use_verifier=False, store={"backend": "memory"})
+    except SmartCacheError as exc:
+        return fail(exc)
     try:
         report = train(data, Path(args.out), Path(args.report), make_cache=lambda: SmartCache(config),
                        seed=args.seed, budget=args.budget, single_budget=args.single_budget, reuse_harvest=args.reuse_harvest,

@@ -106,6 +106,7 @@ def admin_router(service: ChatService, token: str | None, *, closed: bool = Fals
             "pollution": traffic.pollution, "pollution_rate": traffic.pollution_rate,
             "shadow_precision": precision, "shadow_checked": judged,
             "invalidations": s.invalidations, "evicted": s.evicted, "timeline": service.telemetry.timeline_json(),
+            "timeline_bucket_s": service.telemetry.bucket_s, "by_tenant": service.telemetry.tenants_json(),
             "kv_cache": engine_kv.stats().__dict__ if engine_kv is not None else None,
         }
 

@@ -1,8 +1,10 @@
-"""What the gateway served, for the dashboard: totals, a timeline, the recent decisions.
+"""What the gateway served, for the dashboard: totals, a timeline, tenants, the recent decisions.
 
 Prometheus gets the same events (``GatewayMetrics``); this keeps the in-process view the
 admin API reads, through the methods below only (a request's record, a summary, the
-timeline rows, the recent decisions as JSON).
+timeline rows, the rows per tenant, the recent decisions as JSON). A timeline bucket
+holds requests by status, prompt and saved tokens, and the lookups' latency (a
+``LogHistogram``, so p50 / p99 cost bounded memory at any rate).
 
     telemetry.request_done(record, total_s=0.2, ttft_s=0.05)
     telemetry.summary().by_status     # {'hit': 1, 'half-hit': 0, 'miss': 0, 'bypass': 0}
@@ -13,13 +15,17 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter, deque
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
 
 from smartcache.decide import Zone
 from smartcache.gateway.metrics import GatewayMetrics
+from smartcache.gateway.quantiles import LogHistogram
 
 STATUSES = ("hit", "half-hit", "miss", "bypass")
+# Tenants counted by name; later ones share one row (tenant None): with a trusted tenant
+# header a client could otherwise grow this without bound, one made-up name at a time.
+MAX_TENANTS = 100
 
 
 @dataclass(frozen=True)
@@ -57,20 +63,40 @@ class TrafficSummary:
         return self.pollution / hits if hits else 0.0
 
 
+@dataclass
+class _Bucket:
+    """One slice of the timeline: requests by status and tokens (``counts``), lookup times."""
+
+    counts: Counter[str] = field(default_factory=Counter)
+    lookup: LogHistogram = field(default_factory=LogHistogram)
+
+
 class Telemetry:
     """Counts of one gateway. Requests are counted on the event loop, ``polluted`` on the
     worker threads that read the feedback markers, and the admin API reads on its thread
     pool: one lock (uncontended, well under a microsecond) keeps counts whole and the
-    timeline from changing size under a reader."""
+    timeline from changing size under a reader. ``clock`` puts events in their buckets."""
 
     def __init__(self, metrics: GatewayMetrics, *, recent: int = 200, bucket_s: float = 10.0,
-                 buckets: int = 360) -> None:
+                 buckets: int = 360, clock: Callable[[], float] = time.time) -> None:
         self.metrics = metrics
         self.bucket_s, self.buckets = bucket_s, buckets
+        self.clock = clock
         self._recent: deque[DecisionRecord] = deque(maxlen=recent)
-        self._timeline: dict[int, Counter[str]] = {}
+        self._timeline: dict[int, _Bucket] = {}
+        self._tenants: dict[str | None, Counter[str]] = {}
         self._totals: Counter[str] = Counter()
         self._lock = threading.Lock()
+
+    def _bucket(self) -> _Bucket:
+        """The current bucket, made if new and the ones past the window dropped (lock held)."""
+        now = int(self.clock() // self.bucket_s)
+        bucket = self._timeline.get(now)
+        if bucket is None:
+            bucket = self._timeline[now] = _Bucket()
+            for old in [b for b in self._timeline if b <= now - self.buckets]:
+                del self._timeline[old]
+        return bucket
 
     def lookup_done(self, zone: Zone, seconds: float) -> None:
         self.metrics.lookup_latency.observe(seconds)
@@ -79,6 +105,7 @@ class Telemetry:
             self._totals["lookups"] += 1
             self._totals["lookup_hits"] += zone is Zone.HIT
             rate = self._totals["lookup_hits"] / self._totals["lookups"]
+            self._bucket().lookup.add(seconds)
         self.metrics.hit_rate.set(rate)
 
     def polluted(self) -> None:
@@ -94,15 +121,15 @@ class Telemetry:
         self.metrics.latency.labels(status).observe(total_s)
         if ttft_s is not None:
             self.metrics.ttft.labels(status).observe(ttft_s)
-        bucket = int(time.time() // self.bucket_s)
         with self._lock:
-            self._totals[status] += 1
-            self._totals["saved_tokens"] += record.saved_tokens
-            self._totals["prompt_tokens"] += record.prompt_tokens
-            self._timeline.setdefault(bucket, Counter())[status] += 1
-            self._timeline[bucket]["saved_tokens"] += record.saved_tokens
-            for old in [b for b in self._timeline if b <= bucket - self.buckets]:
-                del self._timeline[old]
+            for counts in (self._totals, self._bucket().counts):
+                counts[status] += 1
+                counts["saved_tokens"] += record.saved_tokens
+                counts["prompt_tokens"] += record.prompt_tokens
+            tenant: str | None = record.tenant
+            if tenant not in self._tenants and len(self._tenants) >= MAX_TENANTS:
+                tenant = None
+            self._tenants.setdefault(tenant, Counter())[status] += 1
             self._recent.append(record)
 
     def summary(self) -> TrafficSummary:
@@ -111,11 +138,27 @@ class Telemetry:
         return TrafficSummary({k: totals[k] for k in STATUSES}, totals["saved_tokens"], totals["prompt_tokens"],
                               totals["pollution"])
 
-    def timeline_json(self) -> list[dict[str, float]]:
-        """One row per bucket, oldest first: its start time, requests by status, saved tokens."""
+    def timeline_json(self) -> list[dict[str, float | None]]:
+        """One row per bucket, oldest first: its start time, requests by status, prompt and
+        saved tokens, and its lookups: how many, p50 and p99 in ms (None without any)."""
+        rows: list[dict[str, float | None]] = []
         with self._lock:
-            return [{"t": b * self.bucket_s, **{k: c.get(k, 0) for k in (*STATUSES, "saved_tokens")}}
-                    for b, c in sorted(self._timeline.items())]
+            for b, bucket in sorted(self._timeline.items()):
+                counts, lookup = bucket.counts, bucket.lookup
+                p50, p99 = lookup.quantile(0.5), lookup.quantile(0.99)
+                rows.append({"t": b * self.bucket_s,
+                             **{k: counts.get(k, 0) for k in (*STATUSES, "saved_tokens", "prompt_tokens")},
+                             "lookups": lookup.count,
+                             "lookup_p50_ms": None if p50 is None else round(p50 * 1000, 3),
+                             "lookup_p99_ms": None if p99 is None else round(p99 * 1000, 3)})
+        return rows
+
+    def tenants_json(self) -> list[dict[str, Any]]:
+        """Requests by status per tenant (``tenant/namespace`` where one is named), the busiest
+        first; past MAX_TENANTS names the rest are one row with ``tenant`` None."""
+        with self._lock:
+            rows = [{"tenant": t, **{k: c.get(k, 0) for k in STATUSES}} for t, c in self._tenants.items()]
+        return sorted(rows, key=lambda r: (r["tenant"] is None, -sum(r[k] for k in STATUSES), r["tenant"] or ""))
 
     def recent_json(self, limit: int = 50) -> list[dict[str, Any]]:
         """The last ``limit`` decisions, newest first."""
