@@ -223,6 +223,13 @@ def test_lookup_and_store_raise_only_invalid_request(fuzz_cache, raw, answer, se
         assert entry is not None and entry.answer.text == answer
 
 
+def test_an_answer_with_a_lone_surrogate_is_an_invalid_request(fuzz_cache):
+    """Found by the property above: the answer went unchecked into the conversation hash,
+    whose UTF-8 encoding raised UnicodeEncodeError instead of a typed error."""
+    with pytest.raises(InvalidRequest, match="lone surrogate"):
+        fuzz_cache.store([{"role": "user", "content": "q"}], "\ud800", session="s1")
+
+
 @fuzz(60)
 @given(st.one_of(json_values, st.sampled_from([math.nan, -1.0, 0, math.inf, "10"])),
        st.one_of(json_values, st.sampled_from([math.nan, math.inf, -5, "7", 10**400])), json_values)

@@ -203,6 +203,11 @@ class SmartCache:
         """
         if not isinstance(answer, str):
             raise InvalidRequest("answer must be a string")
+        if not answer.isascii():
+            try:    # a lone surrogate has no UTF-8 form: no hash, store or client could take it
+                answer.encode("utf-8")
+            except UnicodeEncodeError:
+                raise InvalidRequest("answer is not valid Unicode (a lone surrogate)") from None
         try:
             scope_value = Scope(scope)
         except ValueError:
