@@ -4,8 +4,8 @@ A rule that fires on any differing token refuses most real repeats ("福利" /
 "权益", 'how long' / 'when'), so most rules here are *evidence*: a named signal
 and a number in the feature vector, weighed by the learned verifier together
 with the similarities and the lexical diff. Only signals whose precision on
-public minimal pairs is near-certain stay hard vetoes (``HARD_VETOES``; the
-figures are in the README, measured by ``scripts/veto_precision.py``):
+public minimal pairs is near-certain stay hard vetoes (``HARD_VETOES``; the figures
+are in docs/results.md and docs/eval/history.md, from ``scripts/veto_precision.py``):
 
 - a normalised number, amount or date of the request replaced by another;
 - the negation parity of what is asked, where the two requests are otherwise one
@@ -14,8 +14,13 @@ figures are in the README, measured by ``scripts/veto_precision.py``):
 - opposite actions from the antonym lexicon (enable / disable);
 - the same places in reversed direction ("从北京到上海" / "从上海到北京", from / to);
 - a global entry without history answering a turn that refers back;
-- the histories aligned turn by turn (``history``): the turn a short reply answers
-  differs, or a fact or request on the conversation's thread does.
+- the histories aligned turn by turn (``history``): another offer under the same short
+  reply, or a changed fact or request on the conversation's thread.
+
+One refusal in ``HARD_VETOES`` is not a near-certain signal but a limit of sight:
+``history_unseen``, histories that differ before the turns the context vector reads,
+where the alignment vouches for nothing. The verifier would see one history there;
+until a model that reads the turns replaces it, such a candidate is not served.
 
 Scope (tenant, session, version key) never reaches this stage: the store's
 pre-filter enforces it.

@@ -78,7 +78,8 @@ class Signature:
             context_entities=frozenset(data["context_entities"]), history_hash=data["history_hash"],
             has_context=bool(data["has_context"]), history_turns=tuple(data.get("history_turns", ())),
             actions=tuple(data.get("actions", ())), nouns=tuple(data.get("nouns", ())),
-            # Entries written before turn records existed have none: their histories align by hash only.
+            # Entries written before turn records existed have none: the alignment leaves them to the
+            # context rules.
             turns=tuple(TurnRecord.from_json(t) for t in data.get("turns", ())),
         )
 
@@ -154,7 +155,8 @@ class Fingerprinter:
             history_turns=tuple(history_texts),
             actions=task_actions(resolved),
             nouns=chinese_nouns(resolved),
-            turns=tuple(replace(r, facts=turn_facts(r.cased)) if not r.chatter else r for r in view.records),
+            # The whole turn is read for facts and dropped: an entry keeps only the excerpt.
+            turns=tuple(replace(r, facts=() if r.chatter else turn_facts(r.cased), cased="") for r in view.records),
         )
         return Fingerprint(
             signature=signature,
