@@ -5,21 +5,24 @@ context vectors sit near 1.0 whether an aside or the offer being accepted change
 turn by turn instead (``align``): identical turns match by digest, the few that differ are
 paired in order, and each change is judged by what it touches (``weigh``):
 
-- the turn a reply answers: "sure, go ahead" after "Shall I pause the membership?" is not
-  the same request as after "Shall I end the membership?". A short or referring last turn
-  depends on the last assistant turn that is not small talk; if that turn differs, a hard
-  veto (``reply_target_changed``);
-- a changed fact on the conversation's thread: a number, date, name or code that one side
-  states and the other never does, or a replaced word in a request or a near-copied turn
-  ("my flight on the 3rd" / "the 13th", "close my savings account" / "close my credit
-  card"); a hard veto (``history_fact_changed``);
-- a change off the thread (an anecdote, a joke, a closed side question) or a rewording: a
-  signal, not a veto (``aside_changed``). Small talk changes nothing and is not reported.
+- ``reply_target_changed`` (a veto): "sure, go ahead" after "Shall I pause the
+  membership?" is not the request it is after "Shall I end the membership?". A last turn
+  that accepts and names nothing needs the same last assistant turn; so does a short one
+  that points back, when the same question got another answer.
+- ``history_fact_changed`` (a veto), on the two versions of one turn: a user sentence
+  with its number replaced or the opening request edited ("my flight on the 3rd" / "the
+  13th", "close my savings account" / "close my credit card"), wherever it sits; under a
+  last turn that points back, a changed name or the same question answered otherwise; on
+  the thread, any changed fact or request.
+- ``aside_changed`` (a signal): a change off the thread (an anecdote, a joke, a closed
+  side question) or a rewording. When every change is one and the request is tied to a
+  turn both share, the histories count as the same (``HistoryFinding.equivalent``).
+  Small talk changes nothing and is not reported. A turn only one side has is never a
+  fact veto.
 
-The thread is what the request can depend on: the last turn, and for a reply or a
-reference also the turn it answers and the first request (the conversation's subject),
-and every turn that shares a content word with these. An aside shares none. A user turn that is one sentence with a slot
-changed ("my flight on the 3rd" / "the 13th") is a changed detail wherever it sits.
+The thread is what the request can depend on: the turns that share a content word with
+the last turn and, for a reply or a reference, with the first request (the conversation's
+subject). An aside shares none.
 
     >>> from smartcache.context import turn_records
     >>> a = turn_records([("user", "Pause my gym membership"), ("assistant", "Shall I pause it for a month?")])
