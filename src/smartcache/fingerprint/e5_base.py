@@ -202,7 +202,8 @@ def parse_e5(data: bytes | memoryview) -> E5Weights:
         c.at += name_len
         c.one("u1")                                           # dtype (read from the name instead)
         count = c.one("<u4")
-        offset, _nbytes = c.one("<u8"), c.one("<u8")
+        offset = c.one("<u8")
+        c.one("<u8")                                          # its byte length: implied by the count
         quantized = name == "emb.word" or name.endswith(".w") and not name.endswith("ln.w")
         if quantized:
             rows = vocab if name == "emb.word" else (ffn if name.endswith("fi.w") else hidden)
