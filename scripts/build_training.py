@@ -21,7 +21,6 @@ Reads only ../shared/data; skips what is absent, saying so.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import random
 import re
@@ -61,32 +60,17 @@ def pair_case(cid: str, source: str, lang: str, a: str, b: str, label: int, *, h
 
 
 def stsb_rows(data: Path) -> list[tuple[str, str, int]]:
-    rows = []
-    for split in ("train", "valid", "test"):
-        path = data / "zh-pairs" / f"stsb-zh.{split}.tsv"
-        if not path.exists():
-            continue
-        with path.open(encoding="utf-8") as f:
-            for r in csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE):
-                if len(r) >= 3:
-                    try:
-                        score = float(r[2])
-                    except ValueError:
-                        continue
-                    if score >= 4.4 or score <= 2.5:
-                        rows.append((r[0], r[1], int(score >= 4.4)))
-    return rows
+    try:
+        return load_pair_set("stsb", data)
+    except OSError:
+        return []
 
 
 def atec_rows(data: Path) -> list[tuple[str, str, int]]:
-    rows = []
-    for split in ("valid", "test"):
-        path = data / "zh-pairs" / f"atec.{split}.tsv"
-        if path.exists():
-            with path.open(encoding="utf-8") as f:
-                rows += [(r[0], r[1], int(r[2])) for r in csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
-                         if len(r) >= 3 and r[2] in ("0", "1")]
-    return rows
+    try:
+        return load_pair_set("atec", data)
+    except OSError:
+        return []
 
 
 class Sources:

@@ -4,12 +4,14 @@ model, and the evidence it is fed."""
 from __future__ import annotations
 
 import json
+from importlib import resources
 
 import numpy as np
 import pytest
 
+from smartcache.decide.cross_encoder import FEATURES as CROSS_FEATURES
 from smartcache.decide.evidence import FEATURES, HARD_VETOES, gather
-from smartcache.decide.verifier import CLASSES, TreeVerifier
+from smartcache.decide.verifier import CLASSES, PACKAGED, PACKAGED_CROSS, TreeVerifier
 from smartcache.errors import ConfigError
 from conftest import A, U, remember
 
@@ -54,12 +56,15 @@ def test_bad_input_is_refused_with_a_clear_error(tmp_path):
         TreeVerifier.load(good, features=FEATURES)
 
 
-def test_the_packaged_model_matches_the_features_and_has_its_operating_points():
-    model = TreeVerifier.load(features=FEATURES)
+@pytest.mark.parametrize("name, features", [(PACKAGED, FEATURES), (PACKAGED_CROSS, FEATURES + CROSS_FEATURES)])
+def test_the_packaged_models_match_their_features_and_have_their_operating_points(name, features):
+    if name == PACKAGED_CROSS and not (resources.files("smartcache") / "data" / name).is_file():
+        pytest.skip(f"no {name} is packaged: the cross-encoder's figures do not yet beat the verifier alone")
+    model = TreeVerifier.load(features=features, packaged=name)
     assert model.feature.shape[0] > 0 and model.depth > 0
     points = model.meta["operating_points"]
     assert {"low", "medium", "default"} <= set(points) and all(0.5 <= p < 1.0 for p in points.values())
-    p = model.predict(np.zeros((4, len(FEATURES)), np.float32))
+    p = model.predict(np.zeros((4, len(features)), np.float32))
     assert p.shape == (4, len(CLASSES)) and np.allclose(p.sum(axis=1), 1.0)
 
 

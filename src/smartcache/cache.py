@@ -32,7 +32,8 @@ from smartcache.context import build_view, parse_messages
 from smartcache.decide import Decider, Decision, Reason, ReasonCode, Zone, key_facts
 from smartcache.decide.evidence import FEATURES
 from smartcache.decide.match import Switches
-from smartcache.decide.verifier import TreeVerifier
+from smartcache.decide.cross_encoder import FEATURES as CROSS_FEATURES, shared_cross_encoder
+from smartcache.decide.verifier import PACKAGED_CROSS, TreeVerifier
 from smartcache.errors import InvalidRequest, StoreError
 from smartcache.fingerprint import Encoder, Fingerprint, Fingerprinter, MemoEncoder, shared_encoder
 from smartcache.lifecycle import FeedbackResult, Lifecycle
@@ -110,15 +111,19 @@ class SmartCache:
         self.clock = clock
         self.lifecycle = Lifecycle(self.backend, self.config.lifecycle, clock)
         self.fingerprinter = Fingerprinter(self.encoder, topic_threshold=self.config.topic_threshold)
-        verifier = None
-        if self.config.use_verifier:
+        verifier = cross = None
+        if self.config.use_verifier and self.config.use_cross_encoder:
+            cross = shared_cross_encoder(self.config.cross_encoder_path)
+            verifier = TreeVerifier.load(self.config.verifier_path or None, features=FEATURES + CROSS_FEATURES,
+                                         packaged=PACKAGED_CROSS)
+        elif self.config.use_verifier:
             verifier = TreeVerifier.load(self.config.verifier_path or None, features=FEATURES)
         self.decider = Decider(self.config.table_for(base.name), disabled_domains=self.config.disabled_domains,
                                validate=self.config.use_validation,
                                switches=Switches(tags=self.config.use_tags,
                                                  change_detection=self.config.use_change_detection,
                                                  context_view=self.config.use_context_view),
-                               verifier=verifier)
+                               verifier=verifier, cross_encoder=cross)
         self._counts: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._identity = next(_CACHES)      # stamps the requests it reads (an id() can be reused)

@@ -100,6 +100,8 @@ class CacheConfig:
     use_context_view: bool       # score the history apart from the turn
     use_verifier: bool        # the learned verifier weighs the rules (off: every rule is a veto)
     verifier_path: str        # a model file from `smartcache train`; "" = the packaged data/verifier.json
+    use_cross_encoder: bool   # the cross-encoder reads the top candidates (off: the verifier without it)
+    cross_encoder_path: str   # an adapter from `smartcache train-verifier`; "" = the packaged one
 
     def table_for(self, encoder: str) -> ThresholdTable:
         try:
@@ -138,6 +140,8 @@ def _build(data: Mapping[str, Any]) -> CacheConfig:
             use_context_view=bool(data["use_context_view"]),
             use_verifier=bool(data["use_verifier"]),
             verifier_path=str(data["verifier_path"]),
+            use_cross_encoder=bool(data["use_cross_encoder"]),
+            cross_encoder_path=str(data["cross_encoder_path"]),
         )
     except TypeError as exc:   # an unknown field inside a section
         raise ConfigError(f"invalid config: {exc}") from exc

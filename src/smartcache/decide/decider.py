@@ -13,6 +13,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from smartcache.decide.cross_encoder import SERVED, CrossEncoder
 from smartcache.decide.decision import Decision, Reason, Scores, Zone
 from smartcache.decide.evidence import Evidence, gather
 from smartcache.decide.match import ALL_RULES, MODIFY, Switches, judge
@@ -52,18 +53,21 @@ class Decider:
 
     With a ``verifier`` (the default in service) the rules are evidence and the
     learned verifier decides; without one, every rule is a veto and the turn
-    cosine decides (the rules-only baseline, kept for comparison)."""
+    cosine decides (the rules-only baseline, kept for comparison). With a
+    ``cross_encoder`` too, it reads the ``SERVED`` most similar unvetoed candidates
+    beside the request, and the verifier weighs its probabilities with the evidence."""
 
     # The config's list, not HIGH_RISK_DOMAINS: that constant classifies risk tiers, this one is a setting.
     def __init__(self, table: ThresholdTable, *,
                  disabled_domains: Iterable[str] = frozenset(DEFAULTS["disabled_domains"]),
                  validate: bool = True, switches: Switches = ALL_RULES,
-                 verifier: TreeVerifier | None = None) -> None:
+                 verifier: TreeVerifier | None = None, cross_encoder: CrossEncoder | None = None) -> None:
         self.table = table
         self.disabled_domains = frozenset(disabled_domains)
         self.validate = validate
         self.switches = switches
         self.verifier = verifier
+        self.cross_encoder = cross_encoder
 
     def gate(self, fp: Fingerprint) -> Gate | None:
         """Settle requests that must not be served from cache whatever the candidates.
@@ -163,7 +167,17 @@ class Decider:
         assert self.verifier is not None
         found, below = self.evidence(fp, candidates, limits)
         open_ = [e for e in found if e.veto is None]
-        probs = self.verifier.predict(np.stack([e.features for e in open_])) if open_ else np.zeros((0, 3))
+        cross = np.zeros((0, 3))
+        if self.cross_encoder is not None:
+            open_ = open_[:SERVED]
+            cross = self.cross_encoder.predict(fp.signature, [e.entry.signature for e in open_])
+        x = np.stack([e.features for e in open_]) if open_ else np.zeros((0, len(self.verifier.features)))
+        if self.cross_encoder is not None and open_:
+            x = np.concatenate([x, cross.astype(np.float32)], axis=1)
+        probs = self.verifier.predict(x) if open_ else np.zeros((0, 3))
+
+        def read(i: int) -> str:
+            return f"; cross-encoder p(same) {float(cross[i, P_SAME]):.3f}" if len(cross) else ""
         ranked = sorted(range(len(open_)), key=lambda i: probs[i, P_SAME], reverse=True)
         n = len(candidates)
 
@@ -178,7 +192,7 @@ class Decider:
             e, p = open_[i], float(probs[i, P_SAME])
             if p < needed:
                 break
-            why = (Reason(R.SEMANTIC_MATCH, f"verifier p(same) {p:.3f} >= {needed:.3f}; turn cosine "
+            why = (Reason(R.SEMANTIC_MATCH, f"verifier p(same) {p:.3f} >= {needed:.3f}{read(i)}; turn cosine "
                                             f"{e.turn:.3f}", e.entry.cache_id),) + e.signals
             problems = self._validate(fp, e.entry)
             if not problems:
@@ -203,7 +217,8 @@ class Decider:
         if ranked:
             e, p = open_[ranked[0]], float(probs[ranked[0], P_SAME])
             return Decision(Zone.MISS, tuple(reasons) + (Reason(
-                R.SIMILAR_NOT_SAME, f"verifier p(same) {p:.3f} < {needed:.3f}; turn cosine {e.turn:.3f}",
+                R.SIMILAR_NOT_SAME, f"verifier p(same) {p:.3f} < {needed:.3f}{read(ranked[0])}; turn cosine "
+                                    f"{e.turn:.3f}",
                 e.entry.cache_id),) + e.signals, None, scores(e), candidates=n)
         vetoed = [e for e in found if e.veto is not None]
         if vetoed:

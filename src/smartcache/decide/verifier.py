@@ -30,6 +30,10 @@ from smartcache.errors import ConfigError
 CLASSES = ("same", "modify", "different")
 SAME, MODIFY, DIFFERENT = range(3)
 FORMAT = "smartcache-verifier/1"
+# The packaged models: the verifier that weighs the rules' evidence alone, and the one that
+# stacks the cross-encoder's probabilities on it (use_cross_encoder = true).
+PACKAGED = "verifier.json"
+PACKAGED_CROSS = "verifier-cross.json"
 
 
 @dataclass(frozen=True)
@@ -121,14 +125,15 @@ class TreeVerifier:
                    meta=dict(data.get("meta", {})), **arrays)
 
     @classmethod
-    def load(cls, path: str | Path | None = None, *, features: Sequence[str] | None = None) -> "TreeVerifier":
-        """The packaged model (``data/verifier.json``) or the one at ``path``; checks that it
+    def load(cls, path: str | Path | None = None, *, features: Sequence[str] | None = None,
+             packaged: str = PACKAGED) -> "TreeVerifier":
+        """The packaged model (``data/<packaged>``) or the one at ``path``; checks that it
         was trained on ``features`` in that order."""
         try:
-            model = _packaged(_stamp()) if path is None else cls.from_json(
+            model = _packaged(packaged, _stamp(packaged)) if path is None else cls.from_json(
                 json.loads(Path(path).read_text(encoding="utf-8")))
         except (OSError, ValueError, KeyError) as exc:
-            raise ConfigError(f"cannot load the verifier model {path or 'data/verifier.json'}: {exc}") from exc
+            raise ConfigError(f"cannot load the verifier model {path or 'data/' + packaged}: {exc}") from exc
         if features is not None and tuple(features) != model.features:
             raise ConfigError("the verifier model was trained on other features; rebuild it with `smartcache train`")
         return model
@@ -161,26 +166,26 @@ class TreeVerifier:
                               "baseline": baseline.tolist(), "trees": trees, "meta": meta or {}})
 
 
-def _packaged_file() -> Any:
-    return resources.files("smartcache").joinpath("data/verifier.json")
+def _packaged_file(name: str) -> Any:
+    return resources.files("smartcache").joinpath(f"data/{name}")
 
 
-def _stamp() -> tuple[int, int] | None:
+def _stamp(name: str) -> tuple[int, int] | None:
     """The packaged file's modification time and size: a model rewritten by ``make train``
     in this process is read again."""
     try:
-        info = os.stat(_packaged_file())    # type: ignore[arg-type]
+        info = os.stat(_packaged_file(name))    # type: ignore[arg-type]
     except (TypeError, OSError):            # not a plain file (a zip): it cannot change under us
         return None
     return info.st_mtime_ns, info.st_size
 
 
-@functools.lru_cache(maxsize=1)
-def _packaged(stamp: tuple[int, int] | None) -> TreeVerifier:
+@functools.lru_cache(maxsize=4)
+def _packaged(name: str, stamp: tuple[int, int] | None) -> TreeVerifier:
     """The packaged model, parsed once per version of the file (about 0.1 s) and shared by every
     cache: its arrays are made read-only and ``to_json`` copies its meta, so no cache can
     change another's model."""
-    text = _packaged_file().read_text(encoding="utf-8")
+    text = _packaged_file(name).read_text(encoding="utf-8")
     model = TreeVerifier.from_json(json.loads(text))
     for array in (model.feature, model.threshold, model.left, model.right, model.value, model.leaf,
                   model.sizes, model.baseline):
@@ -200,4 +205,4 @@ def _max_depth(left: np.ndarray, right: np.ndarray, leaf: np.ndarray) -> int:
     return deepest
 
 
-__all__ = ["CLASSES", "DIFFERENT", "MODIFY", "SAME", "TreeVerifier"]
+__all__ = ["CLASSES", "DIFFERENT", "MODIFY", "PACKAGED", "PACKAGED_CROSS", "SAME", "TreeVerifier"]

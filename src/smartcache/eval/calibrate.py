@@ -43,11 +43,50 @@ def load_pair_set(name: str, data_dir: Path, *, limit: int | None = None, seed: 
     elif name == "gptcache-mock":
         data = json.loads((data_dir / "gptcache-mock" / "mock_data.json").read_text(encoding="utf-8"))
         rows = [(r["origin"], r["similar"], 1) for r in data]
+    elif name == "atec":
+        rows = _atec_rows(data_dir)
+    elif name == "stsb":
+        rows = _stsb_rows(data_dir)
     else:
         with (data_dir / "zh-pairs" / f"{name}.valid.tsv").open(encoding="utf-8") as f:
             rows = [(r[0], r[1], int(r[2])) for r in csv.reader(f, delimiter="\t") if len(r) >= 3 and r[2] in "01"]
     if limit is not None and len(rows) > limit:
         rows = random.Random(seed).sample(rows, limit)
+    return rows
+
+
+def _stsb_rows(data: Path) -> list[tuple[str, str, int]]:
+    """STS-B in Chinese, every split: a score of 4.4 or more is the same question, 2.5 or less
+    a different one; the graded middle is dropped."""
+    rows = []
+    for split in ("train", "valid", "test"):
+        path = data / "zh-pairs" / f"stsb-zh.{split}.tsv"
+        if not path.exists():
+            continue
+        with path.open(encoding="utf-8") as f:
+            for r in csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE):
+                if len(r) >= 3:
+                    try:
+                        score = float(r[2])
+                    except ValueError:
+                        continue
+                    if score >= 4.4 or score <= 2.5:
+                        rows.append((r[0], r[1], int(score >= 4.4)))
+    if not rows:
+        raise OSError(f"no STS-B-zh split under {data / 'zh-pairs'}")
+    return rows
+
+
+def _atec_rows(data: Path) -> list[tuple[str, str, int]]:
+    rows = []
+    for split in ("valid", "test"):
+        path = data / "zh-pairs" / f"atec.{split}.tsv"
+        if path.exists():
+            with path.open(encoding="utf-8") as f:
+                rows += [(r[0], r[1], int(r[2])) for r in csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
+                         if len(r) >= 3 and r[2] in ("0", "1")]
+    if not rows:
+        raise OSError(f"no ATEC split under {data / 'zh-pairs'}")
     return rows
 
 

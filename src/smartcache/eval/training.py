@@ -24,6 +24,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from smartcache.decide.cross_encoder import side_input
 from smartcache.decide.decider import tier_of
 from smartcache.decide.evidence import FEATURES
 from smartcache.decide.verifier import DIFFERENT, MODIFY, SAME, TreeVerifier
@@ -49,6 +50,10 @@ class Harvest:
     target: list[bool] = field(default_factory=list)   # the entry a hit must serve
     cases: list[dict[str, Any]] = field(default_factory=list)   # id, source, lang, category, expect, tier
     vetoes: dict[str, list[int]] = field(default_factory=dict)   # code -> [on wanted hits, on the rest]
+    # What the cross-encoder reads of each row: (probe turn, its dependency, cached turn, its
+    # dependency), and the row's place among its case's unvetoed candidates (0 = most similar).
+    sides: list[tuple[str, str, str, str]] = field(default_factory=list)
+    rank: list[int] = field(default_factory=list)
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         x = np.stack(self.x) if self.x else np.zeros((0, len(FEATURES)), np.float32)
@@ -60,7 +65,8 @@ class Harvest:
         np.savez_compressed(path, x=x, y=y, case=case, target=target,
                             cases=np.asarray(json.dumps(self.cases, ensure_ascii=False)),
                             vetoes=np.asarray(json.dumps(self.vetoes)), features=np.asarray(FEATURES),
-                            stamp=np.asarray(stamp))
+                            sides=np.asarray(json.dumps(self.sides, ensure_ascii=False)),
+                            rank=np.asarray(self.rank, np.int16), stamp=np.asarray(stamp))
 
     @classmethod
     def load(cls, path: Path, stamp: str | None = None) -> "Harvest":
@@ -76,6 +82,8 @@ class Harvest:
         h.y, h.case, h.target = data["y"].tolist(), data["case"].tolist(), data["target"].tolist()
         h.cases = json.loads(str(data["cases"]))
         h.vetoes = json.loads(str(data["vetoes"]))
+        h.sides = [tuple(s) for s in json.loads(str(data["sides"]))]
+        h.rank = data["rank"].tolist()
         return h
 
 
@@ -128,6 +136,7 @@ def harvest(cases: Sequence[Case], source: str, cache, out: Harvest | None = Non
             candidates = [c for c in candidates if c.entry.scope.value == "global"]
         limits = decider.table.for_domain(domain, tier_of(domain))
         target_id = ids[case.expect_index] if case.expect in ("hit", "half_hit") and ids else None
+        probe_side, rank = side_input(fp.signature), 0
         for e in decider.evidence(fp, candidates, limits)[0]:
             is_target = e.entry.cache_id == target_id
             label = LABEL[case.expect] if is_target else DIFFERENT
@@ -138,6 +147,10 @@ def harvest(cases: Sequence[Case], source: str, cache, out: Harvest | None = Non
             out.y.append(label)
             out.case.append(index)
             out.target.append(is_target)
+            cached_side = side_input(e.entry.signature)
+            out.sides.append((probe_side.turn, probe_side.depends_on, cached_side.turn, cached_side.depends_on))
+            out.rank.append(rank)
+            rank += 1
     return out
 
 
@@ -166,6 +179,8 @@ def merge(parts: Sequence[Harvest]) -> Harvest:
         out.y += part.y
         out.case += [c + offset for c in part.case]
         out.target += part.target
+        out.sides += part.sides
+        out.rank += part.rank
         out.cases += part.cases
         for code, (pos, neg) in part.vetoes.items():
             counts = out.vetoes.setdefault(code, [0, 0])
@@ -353,10 +368,27 @@ def calibration_split(h: Harvest, share: int = 5) -> np.ndarray:
     return np.asarray([zlib.crc32(m["id"].encode("utf-8")) % share == 0 for m in h.cases])
 
 
-def export(model, meta: dict[str, Any]) -> TreeVerifier:
-    return TreeVerifier.from_sklearn(model, FEATURES, meta)
+def export(model, meta: dict[str, Any], features: Sequence[str] = FEATURES) -> TreeVerifier:
+    return TreeVerifier.from_sklearn(model, features, meta)
 
 
-__all__ = ["Harvest", "LABEL", "PARAMS", "calibration_split", "case_outcomes", "lookup_point", "lowest_safe", "point_key", "export", "family_of", "family_weights", "fit",
+def with_cross_encoder(h: Harvest, probs: np.ndarray) -> Harvest:
+    """The rows a lookup lets the cross-encoder read (its probabilities not NaN), with those
+    probabilities as three more features: what the stacked verifier is trained on."""
+    if len(probs) != len(h.y):
+        raise ValueError(f"{len(probs)} cross-encoder rows for a harvest of {len(h.y)}")
+    keep = ~np.isnan(probs[:, 0])
+    out = Harvest(cases=h.cases, vetoes=h.vetoes)
+    for i in np.flatnonzero(keep):
+        out.x.append(np.concatenate([h.x[i], probs[i].astype(np.float32)]))
+        out.y.append(h.y[i])
+        out.case.append(h.case[i])
+        out.target.append(h.target[i])
+        out.sides.append(h.sides[i])
+        out.rank.append(h.rank[i])
+    return out
+
+
+__all__ = ["Harvest", "LABEL", "PARAMS", "calibration_split", "case_outcomes", "lookup_point", "lowest_safe", "point_key", "export", "family_of", "family_weights", "fit", "with_cross_encoder",
            "harvest", "harvest_dir", "held_out_predictions", "operating_points", "tally", "upper_bound",
            "wilson_lower"]
