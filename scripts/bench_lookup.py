@@ -1,6 +1,6 @@
 """Lookup latency beside one encoder forward, with and without the verifier (figures, not a test).
 
-    .venv/bin/python scripts/bench_lookup.py [--n 300] [--entries 2000] [--turns 2,40]
+    .venv/bin/python scripts/bench_lookup.py [--n 300] [--entries 2000] [--turns 2,40] [--config FILE]
 
 A session holds ``--entries`` cached turns (zh and en, after a history); each timed
 lookup is a fresh paraphrase-like request in that session, so the encoder memo never
@@ -8,7 +8,8 @@ answers it and the verifier weighs the top-k candidates. Prints p50 / p90 of: on
 encoder forward of one sentence, lookup with the verifier, lookup with the rules only,
 and the verifier's own share.
 
-``--turns`` gives the histories' lengths, one run each in this process (default 2). In
+``--config`` configures the verifier's cache (``use_cross_encoder = true`` times the
+cross-encoder on the top two candidates). ``--turns`` gives the histories' lengths, one run each in this process (default 2). In
 a history of more than 2 turns one early aside differs between every entry and every
 probe, so each candidate's history is aligned turn by turn, the worst case of
 ``decide.history`` (identical histories are settled by their hash); the last line is
@@ -65,7 +66,7 @@ def pct(values: list[float], q: float) -> float:
 
 def run(args: argparse.Namespace, turns: int, encoder) -> dict[str, list[float]]:
     rng = random.Random(0)
-    caches = {"verifier": SmartCache(load_config(), encoder=encoder),
+    caches = {"verifier": SmartCache(load_config(args.config), encoder=encoder),
               "rules only": SmartCache(load_config(use_verifier=False), encoder=encoder)}
     for cache in caches.values():
         for i in range(args.entries):
@@ -109,6 +110,7 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=300, help="timed lookups")
     parser.add_argument("--entries", type=int, default=2000, help="entries in the session")
     parser.add_argument("--turns", default="2", help="prior turns of every history, comma-separated: one run each")
+    parser.add_argument("--config", help="a TOML config for the verifier's cache (use_cross_encoder = true, say)")
     args = parser.parse_args()
     lengths = [int(t) for t in args.turns.split(",")]
     if any(t < 0 or t % 2 for t in lengths):

@@ -114,8 +114,8 @@ class SmartCache:
         verifier = cross = None
         if self.config.use_verifier and self.config.use_cross_encoder:
             cross = shared_cross_encoder(self.config.cross_encoder_path)
-            verifier = TreeVerifier.load(self.config.verifier_path or None, features=FEATURES + CROSS_FEATURES,
-                                         packaged=PACKAGED_CROSS)
+            verifier = TreeVerifier.load(self.config.cross_verifier_path or None,
+                                         features=FEATURES + CROSS_FEATURES, packaged=PACKAGED_CROSS)
         elif self.config.use_verifier:
             verifier = TreeVerifier.load(self.config.verifier_path or None, features=FEATURES)
         self.decider = Decider(self.config.table_for(base.name), disabled_domains=self.config.disabled_domains,

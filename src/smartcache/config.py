@@ -102,6 +102,7 @@ class CacheConfig:
     verifier_path: str        # a model file from `smartcache train`; "" = the packaged data/verifier.json
     use_cross_encoder: bool   # the cross-encoder reads the top candidates (off: the verifier without it)
     cross_encoder_path: str   # an adapter from `smartcache train-verifier`; "" = the packaged one
+    cross_verifier_path: str  # the trees stacking it, from `smartcache train --cross-encoder`; "" = packaged
 
     def table_for(self, encoder: str) -> ThresholdTable:
         try:
@@ -142,6 +143,7 @@ def _build(data: Mapping[str, Any]) -> CacheConfig:
             verifier_path=str(data["verifier_path"]),
             use_cross_encoder=bool(data["use_cross_encoder"]),
             cross_encoder_path=str(data["cross_encoder_path"]),
+            cross_verifier_path=str(data["cross_verifier_path"]),
         )
     except TypeError as exc:   # an unknown field inside a section
         raise ConfigError(f"invalid config: {exc}") from exc
