@@ -2,7 +2,7 @@
 the turn cosine and the trees' own held-out P(same) (figures, not a test).
 
     .venv/bin/python scripts/cross_encoder_auc.py [--harvest docs/eval/training/harvest.npz]
-                                                  [--work build/cross-encoder]
+                                                  [--work build/cross-encoder] [--params JSON]
 
 Reads the harvest and ``held_out.npz`` that ``smartcache train-verifier`` left in ``--work``:
 every row's probabilities come from the fold model that never saw the row's family. Rows are
@@ -12,6 +12,7 @@ same / different candidates (modify left out); ROC AUC of "same" against "differ
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 import numpy as np
@@ -28,11 +29,12 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--harvest", default="docs/eval/training/harvest.npz")
     parser.add_argument("--work", default="build/cross-encoder")
+    parser.add_argument("--params", default="{}", help="JSON: the trees' parameters over the packaged ones")
     args = parser.parse_args()
     h = Harvest.load(Path(args.harvest))
     x, y, case, _ = h.arrays()
     cross = held_out_probs(Path(args.work), len(y))
-    trees = held_out_predictions(h)[:, SAME]
+    trees = held_out_predictions(h, params=json.loads(args.params))[:, SAME]
     fam = np.asarray([family_of(h.cases[c]["source"]) for c in case])
     lang = np.asarray([h.cases[c]["lang"] for c in case])
     cosine = x[:, FEATURES.index("turn_cosine")]
