@@ -163,18 +163,22 @@ class Recording:
         return self.model.predict(probe, candidates)
 
 
-def test_a_lookup_lets_the_model_read_at_most_two_candidates_and_says_what_it_read(make_cache):
+@pytest.mark.integration
+def test_a_lookup_lets_the_model_read_at_most_two_candidates_and_says_what_it_read(make_cache, tmp_path):
+    from smartcache.decide.cross_encoder import FEATURES as CROSS
+    from smartcache.decide.verifier import TreeVerifier
     from conftest import U, remember
     cache = make_cache()
-    if cache.decider.cross_encoder is None:
-        pytest.skip("the cross-encoder is switched off in the packaged defaults")
-    spy = Recording(cache.decider.cross_encoder)
+    _, path = net_and_adapter(tmp_path)
+    spy = Recording(CrossEncoder.load(path, tmp_path / "models"))
+    # Trees that read the stacked features; with no operating point in them a hit needs 0.999.
+    cache.decider.verifier = TreeVerifier.constant(FEATURES_BASE + CROSS, [0.0, -5.0, 0.0])
     cache.decider.cross_encoder = spy
     for text in ("How do I reset my password?", "How can I reset my password on the website?",
                  "How do I change my password?", "Where do I reset my password?"):
         remember(cache, [U(text)], f"answer: {text}")
     decision = cache.lookup([U("How do I reset my password")], session="s1")
-    assert spy.reads and max(spy.reads) <= 2
+    assert spy.reads == [2]
     assert any("cross-encoder p(same)" in r.detail for r in decision.reasons), decision.reasons
     off = make_cache(use_cross_encoder=False)
     assert off.decider.cross_encoder is None and len(off.decider.verifier.features) == len(FEATURES_BASE)

@@ -82,6 +82,8 @@ class Harvest:
         h.y, h.case, h.target = data["y"].tolist(), data["case"].tolist(), data["target"].tolist()
         h.cases = json.loads(str(data["cases"]))
         h.vetoes = json.loads(str(data["vetoes"]))
+        if "sides" not in data.files:
+            raise ValueError("harvested before rows kept what the cross-encoder reads; harvest again")
         h.sides = [tuple(s) for s in json.loads(str(data["sides"]))]
         h.rank = data["rank"].tolist()
         return h
