@@ -88,7 +88,8 @@ calibrate: $(STAMP)
 # source-held-out predictions).
 train: train-base train-verifier
 	$(VENV)/bin/smartcache train --data build/training --reuse-harvest --harvest docs/eval/training/harvest.npz \
-	  --cross-encoder build/cross-encoder --out src/smartcache/data/verifier-cross.json --report docs/eval/training-cross
+	  --cross-encoder build/cross-encoder --points held_out --out src/smartcache/data/verifier-cross.json \
+	  --report docs/eval/training-cross
 
 train-base: $(STAMP)
 	$(PY) scripts/build_training.py --out build/training --seed 0

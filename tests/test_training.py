@@ -148,7 +148,7 @@ def test_the_cross_encoder_pipeline_end_to_end_on_a_tiny_harvest(tmp_path, rules
     probs = held_out_probs(work, len(h.y))
     assert np.isfinite(probs).all() and np.allclose(probs.sum(1), 1.0, atol=1e-4)
     report = train(tmp_path, tmp_path / "cross.json", tmp_path / "report", make_cache=lambda: rules_only,
-                   reuse_harvest=True, harvest_path=tmp_path / "harvest.npz", cross_encoder=work,
+                   reuse_harvest=True, harvest_path=tmp_path / "harvest.npz", cross_encoder=work, points_on="held_out",
                    workers=1, say=lambda m: None, params={"max_iter": 5, "min_samples_leaf": 2})
     model = TreeVerifier.load(tmp_path / "cross.json", features=FEATURES + CROSS)
     assert report["cross_encoder"] and "cross_encoder_alone" in report and model.meta["points_on"] == "held_out"

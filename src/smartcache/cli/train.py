@@ -26,7 +26,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--harvest", help="where the harvest is kept (default: REPORT/harvest.npz)")
     parser.add_argument("--cross-encoder", metavar="DIR",
                         help="stack the held-out probabilities `smartcache train-verifier` left in DIR")
-    parser.add_argument("--points", choices=("held_out", "calibration"), default="held_out",
+    parser.add_argument("--points", choices=("held_out", "calibration"), default="calibration",
                         help="choose the operating points on source-held-out predictions, or on a split of "
                              "every source kept out of the shipped model")
     parser.add_argument("--config", help="a TOML config file merged over the defaults")

@@ -118,7 +118,7 @@ def train(data: Path, out: Path, report_dir: Path, *, make_cache, seed: int = 0,
           single_budget: float = 0.02,
           reuse_harvest: bool = False, command: str = "smartcache train", workers: int = 2,
           params: dict[str, Any] | None = None, cross_encoder: Path | None = None,
-          points_on: str = "held_out", harvest_path: Path | None = None,
+          points_on: str = "calibration", harvest_path: Path | None = None,
           say: Callable[[str], None] = print) -> dict[str, Any]:
     """``cross_encoder``: the folder of ``smartcache train-verifier``'s held-out probabilities,
     stacked as three more features (the model then serves with the cross-encoder).
