@@ -94,3 +94,17 @@ def test_different_values_never_agree(a, b):
     if a != b:
         assert quantities(f"预算{a}元以内") != quantities(f"预算{zh_numeral(b)}以内")
         assert quantities(f"under ${a}") != quantities(f"under {b} dollars")
+
+
+def test_the_length_an_answer_is_asked_in_is_a_quantity_in_both_languages():
+    # Same length, however phrased, and the same units as English.
+    for a, b in (("请用一句话回答。", "一句话回答"), ("用一句话回答", "Answer in one sentence."),
+                 ("写三段话介绍一下", "Write three paragraphs about it."), ("用两段文字描述", "用两段话描述")):
+        assert quantities(a) == quantities(b) != set(), (a, b)
+    # Another length is another value, even from one sentence ("1" is a constraint here).
+    for a, b in (("请用一句话回答。", "请写三段话详细介绍。"), ("用两句话总结", "用一句话总结")):
+        left, right = aligned(a, b)
+        assert left != right and left and right, (a, b)
+    # Not a length: a while, a politeness, an ordinal.
+    for text in ("过一段时间再试", "我想问一句，退款多久到账", "第一句话是什么意思"):
+        assert not {q for q in quantities(text) if q.endswith(("sentence", "paragraph"))}, text

@@ -123,6 +123,11 @@ _NUM_UNIT = re.compile(rf"(?<![\w.])(\d+(?:\.\d+)?)(?:\s*-\s*|\s*)(?:个(?=小�
                        re.I | re.ASCII)
 _WORD_UNIT = re.compile(rf"\b({'|'.join(sorted(_EN_NUMBERS, key=len, reverse=True))})[- ]({_UNITS})\b", re.I)
 _PARTY = re.compile(r"(?<![\w.])(\d+) of us\b", re.I)        # "3 of us" = 3 people
+# The length an answer is asked in: "用一句话回答", "写三段话", "两段文字". Only before 话 / 文字
+# are 句 and 段 a length ("过一段时间" is a while, "问一句" a politeness); there even 1 is a
+# constraint, in the same units as "one sentence" / "three paragraphs".
+_TEXT_LENGTH = re.compile(r"(?<![\w.第])(\d+)\s*(句|段)(?=话|文字)", re.ASCII)
+_TEXT_LENGTH_UNIT = {"句": "sentence", "段": "paragraph"}
 _ACRONYM = re.compile(r"\b([A-Z][A-Z0-9]{1,9}|[A-Z][a-z]+[A-Z][A-Za-z0-9]*)\b")   # UPS, HTTPS, FedEx, GitHub: names anywhere
 _BARE_NUM = re.compile(r"(?<![\w.$])(\d+(?:\.\d+)?)(?![\w.]|\.\d)", re.ASCII)
 # Style and document kind: what a writing request produces. "formal" / "casual" or
@@ -236,6 +241,8 @@ def _codes_versions(text: str, claims: _Claims) -> None:
 def _numbers(text: str, claims: _Claims) -> None:
     for m in _PARTY.finditer(text):
         claims.take(m.start(), m.end(), Entity("num", f"{int(m[1])}people"))
+    for m in _TEXT_LENGTH.finditer(text):
+        claims.take(m.start(), m.end(), Entity("num", f"{int(m[1])}{_TEXT_LENGTH_UNIT[m[2]]}"))
     for m in _NUM_UNIT.finditer(text):
         value, unit = float(m[1]), m[2].lower()
         if value == 1 and unit in _GENERIC_CLASSIFIERS:
