@@ -82,8 +82,8 @@ calibrate: $(STAMP)
 
 # The verifier: training cases from ../shared/data and the generator (fixed seed) and their harvest;
 # train-base fits the trees on the rules' evidence (the packaged verifier.json, about 20 min on
-# 2 cores); train-verifier trains the cross-encoder (two source-held-out folds, then the shipped
-# adapter; resumable from build/cross-encoder; 49 min measured); train does both, then the trees that
+# 2 cores); train-verifier trains the cross-encoder (the shipped adapter, then two source-held-out
+# folds; resumable from build/cross-encoder; 45 min measured); train does both, then the trees that
 # stack the cross-encoder's held-out probabilities (verifier-cross.json, operating points on
 # source-held-out predictions).
 train: train-base train-verifier

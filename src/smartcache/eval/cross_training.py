@@ -10,7 +10,7 @@ most similar unvetoed candidates of a case are kept, as serving reads only those
 
 Held-out probabilities for the stacked verifier come from two models trained on
 complementary halves of the source families (``FOLDS``): each row is scored by the model
-that never saw its family. The shipped adapter is then trained on every family.
+that never saw its family. The shipped adapter, trained on every family, comes first.
 
 Training is resumable: every ``checkpoint_every`` steps the adapter, the optimiser and
 the step are written beside the output; a run restarted with the same settings goes on
@@ -271,8 +271,9 @@ def fresh(net: Any, initial: dict[str, np.ndarray]) -> Any:
 
 def train_all(h: Harvest, out: Path, work: Path, settings: Settings = Settings(), *, data: Path | None = None,
               public: dict[str, int] | None = None, say: Callable[[str], None] = print) -> dict[str, Any]:
-    """Both fold models (their held-out probabilities, saved to ``work/held_out.npz``), then
-    the shipped adapter on every family, written to ``out``. ``data``: the public sets'
+    """The shipped adapter on every family, written to ``out``, then both fold models (their
+    held-out probabilities, saved to ``work/held_out.npz``; ``out`` is rewritten with their
+    report). ``data``: the public sets'
     folder, for ``public_pairs`` (None: the harvest's rows alone)."""
     from smartcache.decide.cross_encoder import write_adapter
     from smartcache.decide.cross_model import ALPHA, LAYERS, RANK, SPLIT, build
@@ -292,8 +293,13 @@ def train_all(h: Harvest, out: Path, work: Path, settings: Settings = Settings()
     bar.reset(total=len(pairs.sides))
     bottoms = Bottoms(net, pairs.sides, progress=bar.update)
     bar.close()
+    # The shipped adapter first: it can be tried on the development sets while the folds train.
+    trained = train_adapter(net, bottoms, pairs, settings, work / "full.ckpt", "shipped")
+    meta = {"layers": LAYERS, "split": SPLIT, "rank": RANK, "alpha": ALPHA, "settings": asdict(settings), "pairs": int(len(pairs.y)),
+            "harvested_pairs": harvested, "families": {f: int((pairs.family == f).sum()) for f in sorted(set(pairs.family))},
+            "classes": [int((pairs.y == c).sum()) for c in range(3)], "folds": []}
+    write_adapter(out, trained, meta)
     held = np.full((len(h.y), 3), np.nan, np.float32)
-    fold_report = []
     folds = np.asarray([fold_of(f) for f in pairs.family])
     for k in range(len(FOLDS)):
         train_rows = folds != k
@@ -301,15 +307,10 @@ def train_all(h: Harvest, out: Path, work: Path, settings: Settings = Settings()
         train_adapter(net, bottoms, pairs.subset(train_rows), settings, work / f"fold{k}.ckpt", f"fold {k + 1} of 2")
         scored = ~train_rows & (pairs.row >= 0)
         held[pairs.row[scored]] = predict(net, bottoms, pairs.subset(scored))
-        fold_report.append({"held_out": sorted(set(pairs.family[~train_rows])), "train_rows": int(train_rows.sum()),
-                            "held_rows": int((~train_rows).sum())})
+        meta["folds"].append({"held_out": sorted(set(pairs.family[~train_rows])), "train_rows": int(train_rows.sum()),
+                              "held_rows": int((~train_rows).sum())})
     np.savez_compressed(work / "held_out.npz", probs=held, rows=len(h.y))
-    fresh(net, initial)
-    trained = train_adapter(net, bottoms, pairs, settings, work / "full.ckpt", "shipped")
-    meta = {"layers": LAYERS, "split": SPLIT, "rank": RANK, "alpha": ALPHA, "settings": asdict(settings), "pairs": int(len(pairs.y)),
-            "harvested_pairs": harvested, "families": {f: int((pairs.family == f).sum()) for f in sorted(set(pairs.family))},
-            "classes": [int((pairs.y == c).sum()) for c in range(3)], "folds": fold_report,
-            "seconds": round(time.perf_counter() - started, 1)}
+    meta["seconds"] = round(time.perf_counter() - started, 1)
     write_adapter(out, trained, meta)
     return meta
 
