@@ -3,7 +3,7 @@ development sets (figures, not a test).
 
     .venv/bin/python scripts/verifier_signals.py [--harvest docs/eval/training/harvest.npz]
         [--dev en-b,zh-b,en-c,zh-c,history-c] [--vectors build/e5-vectors.npz]
-        [--adapter build/shipped-candidate/cross_encoder.npz]
+        [--adapter build/shipped-candidate/cross_encoder.npz] [--parts families,dev]
 
 Part 1, per source family of the training harvest (candidates no hard veto settled; same
 against different, modify left out). For each signal: ROC AUC, and the recall at 1 % false
@@ -159,13 +159,17 @@ def main() -> int:
     parser.add_argument("--devset", default="docs/eval/devset")
     parser.add_argument("--vectors", default="build/e5-vectors.npz")
     parser.add_argument("--adapter", default="", help="a cross-encoder adapter to score the dev sets with too")
+    parser.add_argument("--parts", default="families,dev", help="which parts to print")
     args = parser.parse_args()
     if not Path(args.harvest).exists():
         print(f"no harvest at {args.harvest}: run make train-base first", file=sys.stderr)
         return 2
     vectors = Vectors(Path(args.vectors))
-    per_family(Path(args.harvest), vectors)
-    per_dev_set([n for n in args.dev.split(",") if n], Path(args.devset), vectors, args.adapter)
+    parts = set(args.parts.split(","))
+    if "families" in parts:
+        per_family(Path(args.harvest), vectors)
+    if "dev" in parts:
+        per_dev_set([n for n in args.dev.split(",") if n], Path(args.devset), vectors, args.adapter)
     return 0
 
 
