@@ -46,7 +46,7 @@ from smartcache.decide.polarity import _polarity_differs
 from smartcache.decide.rules import ReasonCode as R
 from smartcache.decide.swaps import (
     _ORDER_MATTERS, _align_numbers, _anaphora, _defined_term, _edited_turn, _noun_swap, _opposite_swap,
-    _order_swapped, _roles_swapped, substituted_spans,
+    _order_swapped, _roles_swapped, exchanged_spans, substituted_spans,
 )
 from smartcache.decide.tokens import _common_share, _is_question_words, _tokens
 from smartcache.fingerprint import ChangeFlag, Fingerprint, Signature, has_reference, skeletons_conflict
@@ -79,7 +79,7 @@ _INDEX = {name: i for i, name in enumerate(FEATURES)}
 _NEGATORS = frozenset("别 不 没 勿 禁 无 未 非 莫 甭 not don't dont never no without avoid "
                       "shouldn't can't cannot won't doesn't isn't aren't".split())
 # Rule codes that are hard vetoes. Everything else the rules say is a signal for the verifier.
-HARD_VETOES = frozenset({R.QUANTITY_CHANGE, R.INTENT_REVERSAL, R.OPPOSITE_ACTIONS, R.DIRECTION_REVERSED,
+HARD_VETOES = frozenset({R.QUANTITY_CHANGE, R.INTENT_REVERSAL, R.OPPOSITE_ACTIONS, R.DIRECTION_REVERSED, R.PARTS_EXCHANGED,
                          R.CONTEXT_DEPENDENT, R.REPLY_TARGET_CHANGED, R.HISTORY_FACT_CHANGED, R.HISTORY_UNSEEN})
 # A route: which end it starts from is its meaning. "A or B", "A vs B" are symmetric and stay evidence.
 _FROM = re.compile(r"从|\bfrom\s", re.I)
@@ -350,6 +350,9 @@ def _wording(tally: _Tally, probe: Signature, cached: Signature) -> None:
             signal("direction_reversed", "the same two places, the other way round", "entity_order")
         else:
             signal("entity_order", "the same entities in another order (A vs B)", "entity_order")
+    exchanged = exchanged_spans(a, b)
+    if exchanged:
+        signal("parts_exchanged", f"{exchanged[0]!r} and {exchanged[1]!r} trade places", "roles_swapped")
     roles = _roles_swapped(a, b, (*cached.nouns, *probe.nouns))
     if roles:
         signal("roles_swapped", f"{roles[0]!r} and {roles[1]!r} trade places", "roles_swapped")

@@ -29,7 +29,7 @@ from smartcache.decide.decision import Reason, Zone
 from smartcache.decide.polarity import _polarity_differs
 from smartcache.decide.swaps import (
     _ORDER_MATTERS, _align_numbers, _anaphora, _defined_term, _edited_turn, _noun_swap, _opposite_swap,
-    _order_swapped, _roles_swapped, substituted_spans,
+    _order_swapped, _roles_swapped, exchanged_spans, substituted_spans,
 )
 from smartcache.decide.thresholds import Thresholds
 from smartcache.decide.tokens import _is_question_words, _tokens  # noqa: F401  (_tokens: tests read it here)
@@ -192,6 +192,9 @@ def _entity_verdict(fp: Fingerprint, entry: Entry, switches: Switches, context: 
     if _order_swapped(probe.entities, cached.entities) and _ORDER_MATTERS.search(probe.text) \
             and _ORDER_MATTERS.search(cached.text):
         return verdict(Zone.MISS, "entity_order", "the same entities in another order (from/to, A vs B)", context)
+    exchanged = exchanged_spans(cached.text, probe.text)
+    if exchanged:
+        return verdict(Zone.MISS, "parts_exchanged", f"{exchanged[0]!r} and {exchanged[1]!r} trade places", context)
     roles = _roles_swapped(cached.text, probe.text, (*cached.nouns, *probe.nouns))
     if roles:
         return verdict(Zone.MISS, "roles_swapped", f"{roles[0]!r} and {roles[1]!r} trade places", context)

@@ -50,6 +50,7 @@ class ReasonCode(enum.StrEnum):
     INTENT_REVERSAL = "intent_reversal", "veto", "one request negates or reverses what the other asks"
     OPPOSITE_ACTIONS = "opposite_actions", "veto", "the requests ask for opposite actions (enable / disable)"
     DIRECTION_REVERSED = "direction_reversed", "veto", "the same two places the other way round (from / to)"
+    PARTS_EXCHANGED = "parts_exchanged", "veto", "two parts trade places, the rest unchanged ('A thanks B' / 'B thanks A', 'X to Y' / 'Y to X')"
     REPLY_TARGET_CHANGED = "reply_target_changed", "veto", "the turn a short reply answers differs (another offer)"
     HISTORY_FACT_CHANGED = "history_fact_changed", "veto", "a fact or request of the history's thread differs"
     HISTORY_UNSEEN = "history_unseen", "veto", "the histories differ beyond what the context vector sees, and the alignment vouches for nothing"

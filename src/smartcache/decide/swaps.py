@@ -157,6 +157,57 @@ def _roles_swapped(a: str, b: str, nouns: tuple[str, ...]) -> tuple[str, str] | 
     return None
 
 
+# Tokens for ``exchanged_spans``: words, single CJK characters and punctuation (kept, so a
+# clause boundary is visible); articles are dropped ("a manager" / "an employee").
+_EXCHANGE_TOKEN = re.compile(r"[a-z0-9](?:[a-z0-9'_/-]|\.(?=[a-z0-9]))*|[\u3400-\u9fff]|[^\sa-z0-9\u3400-\u9fff]")
+_ARTICLES = frozenset({"a", "an", "the"})
+_CLAUSE_MARKS = frozenset(".,;:!?，。；：！？、()（）[]【】")
+# What joins two parts symmetrically, anywhere between them: "A and B", "A 和 B", "A 好还是 B 好",
+# "环保又文明" ask the same in either order.
+_SYMMETRIC_WORDS = frozenset({"and", "or", "vs", "versus", "&", "/", "nor", "both"})
+_SYMMETRIC_ZH = re.compile(r"和|与|跟|及|或|还是|又|且|同|并")
+_EXCHANGE_SPAN = 6     # tokens of a part that trades places; longer parts are clauses reordered
+
+
+def exchanged_spans(a: str, b: str) -> tuple[str, str] | None:
+    """Two parts of one request that trade places in the other, everything else the same:
+    "from db01 to web01" / "from web01 to db01", "上级感谢下属" / "下属感谢上级", "2的10次方" /
+    "10的2次方". Not when they are joined symmetrically ("A 和 B", "A 好还是 B 好", "A or B"),
+    nor when a part is a clause or a parenthesis ("Answer in one sentence: what is …?" / "What is …? Answer in one sentence.").
+
+        >>> exchanged_spans("convert 50 euros to us dollars", "convert 50 us dollars to euros")
+        ('euros', 'us dollars')
+        >>> exchanged_spans("苹果和香蕉哪个好", "香蕉和苹果哪个好") is None
+        True
+    """
+    ta = [t for t in _EXCHANGE_TOKEN.findall(a.lower()) if t not in _ARTICLES]
+    tb = [t for t in _EXCHANGE_TOKEN.findall(b.lower()) if t not in _ARTICLES]
+    if ta == tb or sorted(ta) != sorted(tb):
+        return None
+    start = 0
+    while ta[start] == tb[start]:
+        start += 1
+    end = 0
+    while ta[-1 - end] == tb[-1 - end]:
+        end += 1
+    ma, mb = ta[start:len(ta) - end], tb[start:len(tb) - end]
+    if len(ma) > 2 * _EXCHANGE_SPAN + 4:
+        return None
+    joiner = lambda toks: ("" if all(len(t) == 1 and t >= "\u3400" for t in toks) else " ").join(toks)
+    for i in range(1, len(ma)):
+        for j in range(i + 1, len(ma)):
+            x, gap, y = ma[:i], ma[i:j], ma[j:]
+            if y + gap + x != mb or len(x) > _EXCHANGE_SPAN or len(y) > _EXCHANGE_SPAN:
+                continue
+            if any(t in _CLAUSE_MARKS for t in x + gap + y) or any(t in _SYMMETRIC_WORDS for t in gap) \
+                    or _SYMMETRIC_ZH.search(joiner(gap)):
+                continue
+            if all(t in _FILLER or t in _QUESTION_WORDS for t in x + y):
+                continue
+            return joiner(x), joiner(y)
+    return None
+
+
 # A question about what a term means is about that term exactly: "初战告捷的捷是什么意思" asks
 # about one character of "初战告捷", "大本命是什么意思" about another word than "本命".
 # The marker must end its clause: "是指什么生肖" asks for a zodiac sign, not a meaning.
