@@ -95,6 +95,45 @@ def test_the_backoff_is_capped():
     assert inner.calls == 6
 
 
+def test_calls_failing_together_are_one_failure_of_the_backoff():
+    """Eight calls in flight when the server dies fail together: the backoff is still its first
+    step (1 s), not doubled once per call (it reached the 15 s cap at once, and a restarted
+    Redis waited that long for its first probe)."""
+    import threading
+
+    inner, clock = Flaky(4), Clock()
+    store = GuardedStore(inner, retry_after_s=1.0, max_retry_s=15.0, clock=clock)
+    together = threading.Barrier(8)
+
+    class Dying(OSError):
+        pass
+
+    real_get = MemoryStore.get
+
+    def get(cache_id):        # every call waits for the others, then they all fail at once
+        together.wait(timeout=10)
+        raise Dying("connection reset by peer")
+
+    inner.get = get
+    failed = []
+
+    def call():
+        try:
+            store.get("a")
+        except StoreError as exc:
+            failed.append(exc)
+
+    threads = [threading.Thread(target=call) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=20)
+    assert len(failed) == 8 and store.health().failures == 8
+    inner.get = lambda cache_id: real_get(inner, cache_id)       # the server is back
+    clock.now += 1.01                         # one backoff step later the probe goes through
+    assert store.get("a") is None and store.health().up
+
+
 def test_programming_errors_are_not_swallowed():
     inner = Flaky(4)
     store = GuardedStore(inner)

@@ -9,6 +9,13 @@ answer is not cached). The first such call after that is a probe: when it succee
 call is up again, with no restart. A dead server fails every kind of call, each once per
 backoff; a single broken query takes down only itself. The store is reported degraded
 while any kind of call is within its backoff.
+
+The backoff doubles once per failed *probe*, not once per failed call: under load many
+calls of one kind are in flight when the server dies, and they all fail within the same
+millisecond. Counting each of them took the backoff from 1 s to its 15 s cap at the first
+fault (the load test's --kill-redis run: Redis back after 3.5 s, the first hit 16.7 s after
+that). A call that fails after another call of its kind already recorded a failure, since
+it started, changes nothing but the count.
 """
 
 from __future__ import annotations
@@ -79,7 +86,7 @@ class GuardedStore(Store):
         try:
             result = fn(*args, **kwargs)
         except _FAULTS as exc:
-            self._failed(op, exc)
+            self._failed(op, exc, seen=down)
             if isinstance(exc, StoreError):
                 raise
             raise StoreError(f"store {op} failed: {exc}") from exc
@@ -90,15 +97,18 @@ class GuardedStore(Store):
                     self._since, self._last_error = time.time(), None
         return result
 
-    def _failed(self, op: str, exc: BaseException) -> None:
+    def _failed(self, op: str, exc: BaseException, seen: tuple[float, float] | None) -> None:
+        """Record a failed call of ``op``; ``seen`` is its down state when the call started."""
         with self._lock:
+            self._failures += 1
+            self._last_error = f"{op}: {exc}"[:300]
+            current = self._down.get(op)
+            if current is not None and current is not seen:
+                return        # another call of this kind failed since this one started: same outage, one step
             if not self._down:
                 self._since = time.time()
-            previous = self._down.get(op)
-            backoff = self.retry_after_s if previous is None else min(previous[1] * 2, self.max_retry_s)
+            backoff = self.retry_after_s if seen is None else min(seen[1] * 2, self.max_retry_s)
             self._down[op] = (self._clock() + backoff, backoff)
-            self._last_error = f"{op}: {exc}"[:300]
-            self._failures += 1
 
     # -- the contract, each call guarded ---------------------------------------------
 
