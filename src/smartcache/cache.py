@@ -78,7 +78,9 @@ def make_store(config: CacheConfig, dim: int) -> Store:
     options = {"ann_above": config.store.ann_above}
     if config.store.backend == "redis":
         from smartcache.store.redis import RedisStore
-        return RedisStore(config.store.url, dim, prefix=config.store.prefix)
+        from smartcache.store.redis_connect import parse_sentinels
+        return RedisStore(config.store.url, dim, prefix=config.store.prefix,
+                          sentinels=parse_sentinels(config.store.sentinels), service=config.store.service)
     if config.store.backend == "sqlite":
         from smartcache.store.sqlite import SqliteStore
         return SqliteStore(config.store.path, dim, synchronous=config.store.synchronous, **options)

@@ -51,6 +51,8 @@ class StoreConfig:
     backend: str = _STORE["backend"]          # memory | sqlite | redis
     path: str = _STORE["path"]                # sqlite: the database file
     url: str = _STORE["url"]                  # redis: redis://host:port/db (Redis Stack: RediSearch is required)
+    sentinels: tuple[str, ...] = tuple(_STORE["sentinels"])   # redis: HOST:PORT of each Sentinel (instead of url)
+    service: str = _STORE["service"]          # redis: the primary's name the sentinels monitor (with sentinels)
     prefix: str = _STORE["prefix"]            # redis: key prefix, so several caches can share one server
     synchronous: str = _STORE["synchronous"]  # sqlite: NORMAL (process-crash safe) or FULL (power-loss safe)
     ann_above: int = _STORE["ann_above"]      # a pool with more entries than this is searched by HNSW, not a scan
@@ -58,8 +60,17 @@ class StoreConfig:
     def __post_init__(self) -> None:
         if self.backend not in ("memory", "sqlite", "redis"):
             raise ConfigError(f"unknown store backend {self.backend!r}: choose memory, sqlite or redis")
-        if self.backend == "redis" and not self.url:
-            raise ConfigError("the redis store needs a url ([store] url = \"redis://127.0.0.1:6379/0\")")
+        # "h1:26379,h2:26379" as the command line gives them, or a TOML list: one tuple of strings.
+        items = self.sentinels.split(",") if isinstance(self.sentinels, str) else self.sentinels
+        object.__setattr__(self, "sentinels", tuple(str(s).strip() for s in items if str(s).strip()))
+        if self.backend == "redis" and not (self.url or self.sentinels):
+            raise ConfigError("the redis store needs a url ([store] url = \"redis://127.0.0.1:6379/0\") "
+                              "or sentinels ([store] sentinels = [\"HOST:PORT\", ...] and service)")
+        if self.sentinels:
+            from smartcache.store.redis_connect import parse_sentinels
+            parse_sentinels(self.sentinels)      # a malformed HOST:PORT fails here, not at the first request
+            if not self.service:
+                raise ConfigError("[store] sentinels need the service name they monitor ([store] service)")
         if self.backend == "sqlite" and not self.path:
             raise ConfigError("the sqlite store needs a path ([store] path = ...)")
         if self.ann_above < 1:

@@ -19,7 +19,7 @@ from smartcache.cache import SmartCache
 from smartcache.cli.admin_token import ENV as ADMIN_TOKEN_ENV
 from smartcache.cli.admin_token import resolve_admin_token
 from smartcache.cli.console import fail
-from smartcache.cli.store_options import store_overrides
+from smartcache.cli.store_options import add_sentinel_arguments, store_overrides
 from smartcache.config import AuthConfig, load_config
 from smartcache.errors import SmartCacheError
 
@@ -59,6 +59,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="sqlite (default): entries survive restarts; memory: gone with the process; "
                              "redis: shared by replicas")
     parser.add_argument("--redis-url", help="redis://HOST:PORT/DB of a Redis Stack server (with --store redis)")
+    add_sentinel_arguments(parser)
     parser.add_argument("--store-path", help="the SQLite file (default: $SMARTCACHE_DATA_DIR or "
                                              "~/.local/share/smartcache, cache.db)")
     parser.add_argument("--kv-budget-mb", type=int, default=512, help="memory for the bundled engine's KV prefixes")

@@ -7,7 +7,7 @@ import json
 
 from smartcache.cache import SmartCache
 from smartcache.cli.console import fail
-from smartcache.cli.store_options import store_overrides
+from smartcache.cli.store_options import add_sentinel_arguments, store_overrides
 from smartcache.config import load_config
 from smartcache.errors import SmartCacheError
 
@@ -22,6 +22,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="the store to warm, as serve reads it (default: serve's SQLite file)")
     parser.add_argument("--store-path", help="the SQLite file (default: as serve)")
     parser.add_argument("--redis-url", help="redis://HOST:PORT/DB (with --store redis)")
+    add_sentinel_arguments(parser)
     parser.set_defaults(run=run)
 
 

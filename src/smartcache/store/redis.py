@@ -16,7 +16,12 @@ what is due for promotion, whichever replica wrote it. A member whose hash expir
 (key expiry does not touch the set) is dropped when it is next read.
 
 Needs Redis with the RediSearch module (Redis Stack); plain Redis is refused at
-start-up with a message saying so.
+start-up with a message saying so. The server is one URL, or the primary a set of
+Sentinels names (``redis_connect.py``: how, and the timeouts and single retry that let a
+dead server fail a call in milliseconds). The index is made here when missing, and made
+again when a query finds it gone (a server restarted without persistence, a FLUSHALL),
+so such a fault costs the cache its entries, not every lookup until a gateway restart;
+FT.CREATE itself replicates, so a promoted replica has it already.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from smartcache.defaults import section
 from smartcache.errors import StoreError
 from smartcache.store import codec
 from smartcache.store.base import Doomed, Entry, EntryState, ScoredEntry, SearchFilter, Store, Usage
+from smartcache.store.redis_connect import RedisTarget, connect
 from smartcache.store.redis_scripts import ADD_HIT, PENDING_DUE
 
 _SERVABLE = "|".join(s.value for s in EntryState if s.servable)
@@ -44,16 +50,18 @@ def _tag(value: str) -> str:
 
 
 class RedisStore(Store):
-    def __init__(self, url: str, dim: int, *, prefix: str = section("store")["prefix"], client=None) -> None:
+    def __init__(self, url: str, dim: int, *, prefix: str = section("store")["prefix"],
+                 sentinels: tuple[tuple[str, int], ...] = (), service: str = "", client=None) -> None:
         import redis
 
         self.dim = dim
         self.prefix = prefix
         self.index = f"{prefix}idx"
         self._redis_errors = (redis.RedisError, OSError)
+        target = RedisTarget(url, tuple(sentinels), service)
+        url = target.describe()
         try:
-            # RESP2: FT.SEARCH replies as the flat list _docs reads, whatever redis-py defaults to.
-            self.r = client or redis.Redis.from_url(url, socket_timeout=5, protocol=2)
+            self.r = client or connect(target)
             modules = {m.get(b"name", m.get("name", b"")) for m in self.r.module_list()}
             names = {m.decode() if isinstance(m, bytes) else m for m in modules}
         except self._redis_errors as exc:
@@ -72,13 +80,26 @@ class RedisStore(Store):
         """Pending entries written before the pending set existed join it (idempotent, and only
         the pending ones are read: a few, whatever the size of the cache)."""
         try:
-            reply = self.r.execute_command("FT.SEARCH", self.index, "@state:{pending}", "RETURN", "1", "data",
+            reply = self._ft("FT.SEARCH", self.index, "@state:{pending}", "RETURN", "1", "data",
                                            "LIMIT", "0", "10000", "DIALECT", "2")
             due = {self._id(doc.pop("id")): json.loads(doc["data"])["created_at"] for doc in _docs_with_ids(reply)}
             if due:
                 self.r.zadd(self.pending_key, due, nx=True)
         except self._redis_errors as exc:
             raise StoreError(f"cannot index the pending entries: {exc}") from exc
+
+    def _ft(self, *args):
+        """An FT.* command; when the index is gone (``no such index``), it is made again and the
+        command sent once more. Other errors propagate as they are."""
+        import redis
+
+        try:
+            return self.r.execute_command(*args)
+        except redis.ResponseError as exc:
+            if not _index_missing(exc):
+                raise
+        self._ensure_index()
+        return self.r.execute_command(*args)
 
     def _key(self, cache_id: str) -> str:
         return f"{self.prefix}e:{cache_id}"
@@ -248,7 +269,7 @@ class RedisStore(Store):
 
     def _search(self, query: str, *args: str) -> list:
         try:
-            return self.r.execute_command("FT.SEARCH", self.index, query, *args, "DIALECT", "2")
+            return self._ft("FT.SEARCH", self.index, query, *args, "DIALECT", "2")
         except self._redis_errors as exc:
             raise StoreError(f"Redis search failed: {exc}") from exc
 
@@ -275,7 +296,7 @@ class RedisStore(Store):
         if not query:
             return []
         try:
-            reply = self.r.execute_command(
+            reply = self._ft(
                 "FT.SEARCH", self.index, f"({query})=>[KNN {int(k)} @vec $B AS dist]", "PARAMS", "2", "B",
                 codec.vector_bytes(vector), "SORTBY", "dist", "LIMIT", "0", str(int(k)), "DIALECT", "2")
         except self._redis_errors as exc:
@@ -303,7 +324,7 @@ class RedisStore(Store):
         out, offset = [], 0
         try:
             while True:
-                reply = self.r.execute_command("FT.SEARCH", self.index, " ".join(parts) or "*", "LIMIT",
+                reply = self._ft("FT.SEARCH", self.index, " ".join(parts) or "*", "LIMIT",
                                                str(offset), "1000", "DIALECT", "2")
                 docs = list(_docs(reply))
                 out += [self._decode(d) for d in docs]
@@ -316,14 +337,14 @@ class RedisStore(Store):
     def __len__(self) -> int:
         # The index's own count: no SCAN over the keyspace, no entry read.
         try:
-            return int(self.r.execute_command("FT.SEARCH", self.index, "*", "LIMIT", "0", "0")[0])
+            return int(self._ft("FT.SEARCH", self.index, "*", "LIMIT", "0", "0")[0])
         except self._redis_errors as exc:
             raise StoreError(f"Redis count failed: {exc}") from exc
 
     def count_by_state(self) -> dict[str, int]:
         counts = {state.value: 0 for state in EntryState}
         try:
-            reply = self.r.execute_command("FT.AGGREGATE", self.index, "*", "GROUPBY", "1", "@state",
+            reply = self._ft("FT.AGGREGATE", self.index, "*", "GROUPBY", "1", "@state",
                                            "REDUCE", "COUNT", "0", "AS", "n")
         except self._redis_errors as exc:
             raise StoreError(f"Redis count failed: {exc}") from exc
@@ -373,6 +394,13 @@ def _hex(value: str) -> str:
     """Digests (version key, conversation and prefix hashes) are stored as they are when they
     are hex already, and hashed otherwise, so a TAG query never needs escaping."""
     return value if value and all(c in "0123456789abcdef" for c in value) else _tag(value)
+
+
+def _index_missing(exc: Exception) -> bool:
+    """RediSearch's answer to a query on an index that does not exist (2.10: ``idx: no such index``;
+    older: ``Unknown Index name``)."""
+    text = str(exc).lower()
+    return "no such index" in text or "unknown index name" in text
 
 
 def _s(value) -> str:
