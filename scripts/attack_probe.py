@@ -303,7 +303,9 @@ def run_attacks(cache: SmartCache, victims: list[Victim], attacks: list[Attack],
     by_id = {v.id: v for v in victims}
     tally = Tally()
     refused: Counter[str] = Counter()
-    hijacked = Counter()
+    hijacked: Counter[str] = Counter()
+    # The decision's reason codes on the poisoned answers it served, by scope: what let them through.
+    served_reasons: dict[str, Counter[str]] = defaultdict(Counter)
     served_examples: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for attack in attacks:
         tenant, victim = f"attack-{attack.id}", by_id[attack.victim]
@@ -325,6 +327,8 @@ def run_attacks(cache: SmartCache, victims: list[Victim], attacks: list[Attack],
             asked = cache.lookup(user(victim.question), session=session, tenant=tenant)
             served = asked.zone is Zone.HIT and (asked.answer or "").startswith("POISONED")
             any_served |= served
+            if served:
+                served_reasons[scope].update({r.code.value for r in asked.reasons})
             tally.add(served, ("all", scope, where), ("kind", attack.kind, scope, where),
                       ("variant", attack.kind, attack.variant, scope, where), ("lang", attack.lang, scope, where))
             if served and len(served_examples[attack.kind]) < examples_per_kind:
@@ -349,6 +353,7 @@ def run_attacks(cache: SmartCache, victims: list[Victim], attacks: list[Attack],
             "by_variant": tally.table("variant"),
             "by_lang": tally.table("lang"),
             "attacks_that_hijacked_by_kind": {k: hijacked[k] for k in KINDS},
+            "reason_codes_when_served": {scope: dict(c.most_common()) for scope, c in served_reasons.items()},
         },
         "served_examples": dict(served_examples),
     }
