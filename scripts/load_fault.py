@@ -19,7 +19,8 @@ promote the replica (``sentinel``). Once a primary answers again it reads back:
 
 Hits again: the sessions' own hits depend on what their walks have left to paraphrase, so
 the fault also primes ``PROBE_SESSIONS`` sessions of its own with every pair's original
-before the kill, and from the moment a primary answers again sends one paraphrase every
+before the round starts (``prime``: on a saturated gateway it would take most of the round),
+and from the moment a primary answers again sends one paraphrase every
 ``PROBE_EVERY_S`` (each (session, pair) once) until one is a hit: the time from the primary
 being back (restarted and loaded, or promoted) to that hit is the "hits again" figure.
 
@@ -91,14 +92,18 @@ class Fault:
     ask: Callable[[str, str], Awaitable[Any]] | None = None
     pairs: list[tuple[str, str]] = field(default_factory=list)
     events: dict[str, Any] = field(default_factory=dict)
-    probes: list[Any] = field(default_factory=list)
+    primed: list[Any] = field(default_factory=list)     # before the round (outside its /metrics scrapes)
+    probes: list[Any] = field(default_factory=list)     # during it
 
-    async def _prime(self) -> None:
-        limit = asyncio.Semaphore(4)
+    async def prime(self) -> None:
+        """Ask every pair's original in each probe session; call before the round."""
+        if self.ask is None or not self.pairs:
+            return
+        limit = asyncio.Semaphore(8)
 
         async def one(session: str, text: str) -> None:
             async with limit:
-                self.probes.append(await self.ask(session, text))
+                self.primed.append(await self.ask(session, text))
 
         await asyncio.gather(*(one(f"fault-probe-{i}", a) for i in range(PROBE_SESSIONS) for a, _ in self.pairs))
 
@@ -121,16 +126,12 @@ class Fault:
 
         snaps: list[tuple[float, set[str]]] = []
         client = self.setup.client()
-        # The probes' originals are asked while the snapshots run; the kill waits for them.
-        primed = asyncio.create_task(self._prime()) if self.ask is not None and self.pairs else None
-        while time.perf_counter() < round_started + self.kill_at or (primed is not None and not primed.done()):
+        while time.perf_counter() < round_started + self.kill_at:
             with contextlib.suppress(redis.RedisError, OSError):
                 ids = await asyncio.to_thread(ready_ids, client)
                 snaps.append((time.perf_counter(), ids))
                 snaps = snaps[-40:]
             await asyncio.sleep(SNAPSHOT_S)
-        if primed is not None:
-            await primed
         killed = await asyncio.to_thread(self.setup.kill_primary)
         self.events["killed_at_s"] = round(killed - round_started, 2)
         acked = max((s for s in snaps if s[0] <= killed - ACK_MARGIN_S), default=(0.0, set()), key=lambda s: s[0])

@@ -119,6 +119,7 @@ def summarise(samples: list[Any], elapsed: float, before: Mapping[Key, float], a
         "latency_by_status": {st: percentiles([s.seconds for s in ok if s.status == st])
                               for st in ("hit", "half-hit", "miss", "bypass") if any(s.status == st for s in ok)},
         "latency_all": percentiles([s.seconds for s in ok]),
+        "slower_than_2s": sum(1 for s in samples if s.seconds > 2.0),     # beside a fault run's, a baseline
         "hit_path_server": _hist(d, "smartcache_request_seconds", status="hit"),
         "lookup_server_timing": percentiles(timed) if timed else None,
         "lookup_histogram": _hist(d, "smartcache_lookup_seconds"),
@@ -145,7 +146,8 @@ def format_report(report: Mapping[str, Any]) -> str:
     for i, r in enumerate(report["rounds"], 1):
         mix = ", ".join(f"{k} {v} ({100 * v / r['requests']:.1f} %)" for k, v in sorted(r["mix"].items()))
         lines += [f"round {i}: {r['requests']} requests in {r['seconds']} s = {r['throughput_rps']} req/s; "
-                  f"errors {r['errors']}; streamed {r['streamed']}; regenerates {r['regenerates']}",
+                  f"errors {r['errors']}; streamed {r['streamed']}; regenerates {r['regenerates']}; "
+                  f"over 2 s {r.get('slower_than_2s')}",
                   f"  outcome mix: {mix}",
                   "  intended -> status: " + "; ".join(f"{k}: {v}" for k, v in r["intended_vs_status"].items()),
                   f"  paraphrases that hit under load: {r['paraphrases_that_hit']}",

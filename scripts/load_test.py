@@ -289,6 +289,8 @@ async def drive(args: argparse.Namespace, stack: Stack) -> dict[str, Any]:
 
                 fault = Fault(stack.redis, kill_at=args.kill_at, down_s=args.down_s, window_s=args.promotion_window,
                               health_url=stack.gateway_url + "/health", ask=probe, pairs=pairs)
+            if fault is not None:
+                await fault.prime()
             before = metric_sums((await client.get("/metrics")).text)
             samples, elapsed = await run_round(client, plan, args, pairs, number, fault)
             if fault is not None:
@@ -299,7 +301,7 @@ async def drive(args: argparse.Namespace, stack: Stack) -> dict[str, Any]:
             counted = samples + (fault.probes if fault is not None else [])
             rounds.append(summarise(counted, elapsed, before, after, store_errors_expected=fault is not None))
             if fault is not None:
-                rounds[-1]["fault"] = summarise_fault(samples, fault.events, fault.probes)
+                rounds[-1]["fault"] = summarise_fault(samples, fault.events, fault.primed + fault.probes)
             print(f"round {number}: {len(samples)} requests in {elapsed:.1f} s", file=sys.stderr)
     return {"pairs_checked": len(candidates), "pairs_hit": len(pairs), "rss_mb": rss, "rounds": rounds}
 
