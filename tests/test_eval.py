@@ -114,3 +114,26 @@ def test_eval_command_prints_tables_and_writes_the_json_contract(cases, tmp_path
     assert set(report["systems"]["smartcache"]["by_lang"]) == {"zh", "en"}
     assert main(["eval", "--cases", str(path), "--systems", "nope"]) == 2
     assert main(["eval", "--cases", str(tmp_path / "absent.jsonl")]) == 2
+
+
+def test_competing_cases_share_one_session_or_the_global_pool(cases, encoder):
+    from smartcache.eval.harness import SHARED_SESSION, compete
+    loaded, _ = cases
+    reset = parse_case({"id": "r1", "expect": "miss", "cached": [{"messages": [U("我想订一张去上海的机票")],
+                                                                   "answer": "好的，哪天出发？"}],
+                        "probe": {"messages": [U("我想订一张去上海的机票"), A("好的，哪天出发？"), U("算了，重新开始")]}})
+    ordered = [reset] + list(loaded)      # the reset is probed first and must not wipe the others
+    in_session = compete(ordered, "session")
+    assert {c.session for c in in_session} == {SHARED_SESSION}
+    # the scoping case keeps its shape: entries in the shared session, the probe from another
+    assert [c.probe_session for c in in_session if c.id == "x1"] == ["probe:x1"]
+    pooled = compete(ordered, "global")
+    assert [c.scope for c in pooled] == ["global", "global", "global", "session", "global"]
+    system = SmartCacheSystem(lambda: SmartCache(load_config(), encoder=encoder))
+    for where in ("session", "global"):
+        report = evaluate([system], ordered, competing=where)
+        by = report["systems"]["smartcache"]["by_category"]
+        assert by["paraphrase"]["hits"] == 1, where
+        assert report["systems"]["smartcache"]["overall"]["false_hits"] == 0, where
+    with pytest.raises(ValueError):
+        compete(ordered, "everywhere")

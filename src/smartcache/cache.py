@@ -154,8 +154,16 @@ class SmartCache:
     def lookup(self, messages: Any, *, session: str | None = None, tenant: str = "default",
                versions: Mapping[str, object] | None = None) -> Lookup:
         """Decide hit / half-hit / miss for a request. Never writes an entry; hand the result
-        to ``store`` to write the answer the engine gave instead."""
-        request = self.prepare(messages, session=session, tenant=tenant, versions=versions)
+        to ``store`` to write the answer the engine gave instead. ``messages`` may be what
+        ``prepare`` of this cache returned (it carries session, tenant and versions)."""
+        if isinstance(messages, CacheRequest):
+            if session is not None or tenant != "default" or versions is not None:
+                raise InvalidRequest("session, tenant and versions come with the request; do not pass them again")
+            if messages.made_by != self._identity:
+                raise InvalidRequest("this request was read by another SmartCache; look it up there")
+            request = messages
+        else:
+            request = self.prepare(messages, session=session, tenant=tenant, versions=versions)
         return Lookup.of(self._counted(self._decide(request)), request)
 
     def _decide(self, request: CacheRequest) -> Decision:

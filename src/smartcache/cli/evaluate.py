@@ -23,6 +23,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--cases", required=True, help="a JSONL file of cases")
     parser.add_argument("--json", dest="json_out", help="write the full report here")
     parser.add_argument("--shared-cache", action="store_true", help="write every case's entries into one cache first")
+    parser.add_argument("--competing", choices=("session", "global"),
+                        help="every case's entries compete in one cache: one session for all cases, or the "
+                             "tenant's global pool with each probe from a session of its own")
     parser.add_argument("--systems", default="smartcache,exact_prefix,last_message,full_context")
     parser.add_argument("--baseline-threshold", type=float, default=0.8,
                         help="cosine threshold of last_message and full_context (GPTCache's default is 0.8)")
@@ -69,14 +72,14 @@ def run(args: argparse.Namespace) -> int:
         if name == "smartcache" or (not wrong and name.startswith("smartcache")):
             wrong[:] = ev.failures(cases, outcomes)
 
-    report = ev.evaluate(systems, cases, shared_cache=args.shared_cache,
+    report = ev.evaluate(systems, cases, shared_cache=args.shared_cache, competing=args.competing,
                          progress_factory=progress_bar, on_outcomes=keep_failures if args.failures else None)
     if args.failures:
         with open(args.failures, "w", encoding="utf-8") as fh:
             for row in wrong:
                 fh.write(json.dumps(row, ensure_ascii=False) + "\n")
         print(f"wrote {len(wrong)} failures to {args.failures}", file=sys.stderr)
-    report.update({"encoder": encoder.name, "cases": args.cases, "seconds": round(time.perf_counter() - started, 2)})
+    report.update({"encoder": encoder.name, "cases": args.cases, "competing": args.competing, "seconds": round(time.perf_counter() - started, 2)})
     print(ev.format_table(report, "by_category"))
     print()
     print(ev.format_table(report, "by_lang").split("\n\nOracle")[0])

@@ -3,10 +3,18 @@
 Every system sees the same cases in the same order. By default each case runs
 in a fresh cache; with ``shared_cache`` every case's entries are written first
 into one cache, then every probe is looked up, so other cases' entries compete.
+
+``shared_cache`` alone keeps each case in its own session, so a session-scoped entry
+never meets another case's probe. ``competing`` (``"session"`` or ``"global"``) makes
+the entries compete as they do in a real cache of thousands (``compete``): every case
+written in one session and probed there, or every entry in the tenant's global pool and
+each probe from a session of its own. A case that tests session scoping (its probe in
+another session than its entries) keeps that shape in both.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -40,13 +48,41 @@ class Tally:
         negatives = self.n - self.positives
         from smartcache.eval.training import upper_bound, wilson_lower
 
-        return {"n": self.n, "hits": self.hits, "false_hits": self.false_hits,
+        return {"n": self.n, "positives": self.positives, "hits": self.hits, "false_hits": self.false_hits,
                 "hit_recall": self.hits / self.positives if self.positives else 0.0,
                 "hit_recall_lower95": round(wilson_lower(self.hits, self.positives), 4),
                 "false_hit_rate": self.false_hits / negatives if negatives else 0.0,
                 "false_hit_rate_upper95": round(upper_bound(self.false_hits, negatives), 4),
                 "precision_at_hit": (self.served - self.false_hits) / self.served if self.served else 0.0,
                 "zone_accuracy": self.zone_correct / self.n if self.n else 0.0}
+
+
+COMPETING = ("session", "global")
+SHARED_SESSION = "competing"
+
+
+def compete(cases: Sequence[Case], where: str) -> list[Case]:
+    """The cases rewritten so their entries compete in one cache (see the module docstring).
+
+        >>> from smartcache.eval.cases import parse_case
+        >>> c = parse_case({"id": "a", "expect": "miss", "cached": [{"messages": [{"role": "user",
+        ...     "content": "hi"}], "answer": "x"}], "probe": {"messages": [{"role": "user", "content": "hi"}]}})
+        >>> [(x.session, x.probe_session, x.scope) for x in compete([c], "session") + compete([c], "global")]
+        [('competing', 'competing', 'session'), ('competing', 'probe:a', 'global')]
+    """
+    if where not in COMPETING:
+        raise ValueError(f"competing must be one of {COMPETING}, not {where!r}")
+    out = []
+    for case in cases:
+        scoping = case.probe_session != case.session and case.scope == "session"
+        if scoping:      # the entries stay in their session; the probe comes from another
+            out.append(dataclasses.replace(case, session=SHARED_SESSION, probe_session=f"probe:{case.id}"))
+        elif where == "session":
+            out.append(dataclasses.replace(case, session=SHARED_SESSION, probe_session=SHARED_SESSION))
+        else:
+            out.append(dataclasses.replace(case, session=SHARED_SESSION, probe_session=f"probe:{case.id}",
+                                           scope="global"))
+    return out
 
 
 def run_system(system: System, cases: Sequence[Case], *, shared_cache: bool = False,
@@ -131,13 +167,16 @@ def oracle_threshold(cases: Sequence[Case], outcomes: Sequence[Outcome], *, max_
 
 
 def evaluate(systems: Iterable[System], cases: Sequence[Case], *, shared_cache: bool = False,
-             progress_factory=None, on_outcomes=None) -> dict[str, Any]:
-    """Score each system; ``on_outcomes(name, outcomes)`` sees every system's raw outcomes."""
+             competing: str | None = None, progress_factory=None, on_outcomes=None) -> dict[str, Any]:
+    """Score each system; ``on_outcomes(name, outcomes)`` sees every system's raw outcomes.
+    ``competing``: ``"session"`` or ``"global"``, see ``compete`` (implies a shared cache)."""
     report: dict[str, Any] = {"systems": {}}
+    run_cases = compete(cases, competing) if competing else cases
     for system in systems:
         started = time.perf_counter()
         progress = progress_factory(system.name, len(cases)) if progress_factory else None
-        outcomes = run_system(system, cases, shared_cache=shared_cache, progress=progress)
+        outcomes = run_system(system, run_cases, shared_cache=shared_cache or competing is not None,
+                              progress=progress)
         result = score(cases, outcomes)
         if on_outcomes:
             on_outcomes(system.name, outcomes)

@@ -61,8 +61,14 @@ class SmartCacheSystem:
             self.cache.promote(result.cache_id, to_global=case.scope == "global")
 
     def probe(self, case: Case) -> Outcome:
-        d = self.cache.lookup(case.probe, session=case.probe_session, tenant=case.tenant,
-                              versions=case.probe_versions)
+        request = self.cache.prepare(case.probe, session=case.probe_session, tenant=case.tenant,
+                                     versions=case.probe_versions)
+        if request.gate is not None and request.gate.ends_session:
+            # The decision is the gate's either way; the session's entries are left standing, as
+            # another case's probe may share the session (``compete``) and must not lose them.
+            d = request.gate.decision()
+        else:
+            d = self.cache.lookup(request)
         return Outcome(d.zone.value, d.answer if d.zone is Zone.HIT else None, d.scores.turn,
                        decided_by=_deciding(d), reasons=tuple(str(r) for r in d.reasons))
 
