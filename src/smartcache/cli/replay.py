@@ -1,4 +1,5 @@
-"""``smartcache replay``: whole sessions run turn by turn, for hit rate, saved tokens and pollution."""
+"""``smartcache replay``: whole sessions run turn by turn, for hit rate, saved tokens and pollution;
+or a traffic stream (``STREAMS.md``) through several systems side by side, for hit and error rates."""
 
 from __future__ import annotations
 
@@ -19,6 +20,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     source.add_argument("--sessions", help="JSONL of {session, messages}")
     source.add_argument("--crosswoz", help="a CrossWOZ zip (e.g. ../shared/data/crosswoz/val.json.zip)")
     source.add_argument("--cases", help="benchmark cases (CASES.md); their probes carry labels")
+    source.add_argument("--stream", help="a traffic stream (STREAMS.md): every system replays it from an empty cache")
+    parser.add_argument("--systems", default="smartcache,smartcache@global,smartcache@session,exact,cosine@0.95",
+                        help="with --stream: smartcache[@global|@session], exact, cosine@T (comma-separated)")
+    parser.add_argument("--promote-window", action="store_true",
+                        help="with --stream: answers wait out the promotion window on the stream's clock "
+                             "(default: promoted as soon as stored)")
+    parser.add_argument("--window", type=int, default=500, help="with --stream: requests per window of the curves")
+    parser.add_argument("--report", metavar="FILE.md", help="with --stream: a markdown report, and a PNG plot beside it")
     parser.add_argument("--limit", type=int, help="replay only the first N sessions / cases")
     parser.add_argument("--json", dest="json_out", help="write the figures here")
     parser.add_argument("--config", help="a TOML config file merged over the defaults")
@@ -30,6 +39,8 @@ def run(args: argparse.Namespace) -> int:
     from smartcache.engine.local import ChatTokenizer
     from smartcache.eval import replay as rp
 
+    if args.stream:
+        return run_stream(args)
     try:
         if args.crosswoz:
             sessions = rp.crosswoz_sessions(args.crosswoz, args.limit)
@@ -48,4 +59,50 @@ def run(args: argparse.Namespace) -> int:
     print(json.dumps(result, ensure_ascii=False, indent=2))
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(result, ensure_ascii=False, indent=2), encoding="utf-8")
+    return 0
+
+
+def make_stream_systems(names: list[str], config, encoder, *, promote_at_once: bool = True) -> list:
+    """The systems of a stream replay by name (see ``smartcache.eval.streams``); ValueError on
+    an unknown name."""
+    from smartcache.eval import streams as st
+
+    out = []
+    for name in names:
+        if name.startswith("smartcache"):
+            scope = name.partition("@")[2] or "stream"
+            out.append(st.SmartCacheStream(lambda clock: SmartCache(config, encoder=encoder, clock=clock), name,
+                                           scope=scope, promote_at_once=promote_at_once))
+        elif name == "exact":
+            out.append(st.ExactStream())
+        elif name.startswith("cosine@"):
+            out.append(st.CosineStream(encoder, float(name.partition("@")[2])))
+        else:
+            raise ValueError(f"unknown system {name!r}: smartcache[@global|@session], exact, cosine@T")
+    return out
+
+
+def run_stream(args: argparse.Namespace) -> int:
+    from smartcache.eval import streams as st
+
+    names = [n.strip() for n in args.systems.split(",") if n.strip()]
+    try:
+        requests = st.load_stream(args.stream)[:args.limit]
+        config = load_config(args.config, store={"backend": "memory"})
+        encoder = SmartCache(config).encoder        # one encoder (and memo) for every system
+        systems = make_stream_systems(names, config, encoder, promote_at_once=not args.promote_window)
+    except (OSError, ValueError, SmartCacheError) as exc:
+        return fail(exc)
+    bar = progress_bar("stream", len(requests) * len(systems))
+    report = {"stream": args.stream, **st.replay_stream(requests, systems, window=args.window, progress=bar)}
+    command = "smartcache " + " ".join(sys.argv[1:])
+    text = st.markdown(report, command)
+    print(text)
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(report, ensure_ascii=False, indent=1), encoding="utf-8")
+    if args.report:
+        path = Path(args.report)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text + f"\n![curves]({path.with_suffix('.png').name})\n", encoding="utf-8")
+        st.plot(report, path.with_suffix(".png"))
     return 0

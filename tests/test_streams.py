@@ -1,0 +1,102 @@
+"""Stream replay (STREAMS.md): loading, the systems, scoring with intervals, the CLI report."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from smartcache.cli import main
+from smartcache.errors import InvalidRequest
+from smartcache.eval.streams import (
+    CosineStream, ExactStream, Rate, SmartCacheStream, load_stream, replay_stream,
+)
+from smartcache.cache import SmartCache
+from smartcache.config import load_config
+
+
+def line(i, text, key, *, t=None, tenant="t0", session=None, category="first", **extra) -> dict:
+    row = {"id": f"r{i}", "t": float(i if t is None else t), "tenant": tenant, "lang": "en", "source": "s",
+           "category": category, "messages": [{"role": "user", "content": text}], "answer_key": key,
+           "answer": f"answer {key}", **extra}
+    if session:
+        row["session"] = session
+    return row
+
+
+def write(path, rows):
+    path.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n", encoding="utf-8")
+    return path
+
+
+def test_load_stream_names_the_bad_line(tmp_path):
+    good = [line(0, "a", "k0"), line(1, "b", "k1")]
+    assert [r.id for r in load_stream(write(tmp_path / "s.jsonl", good))] == ["r0", "r1"]
+    assert load_stream(write(tmp_path / "s.jsonl", good))[0].session == "r0"     # default: the id
+    for bad, message in ((good + [line(2, "c", "k2", t=0.5)], "t runs backwards"),
+                         (good + [dict(line(2, "c", "k2"), scope="world")], "scope"),
+                         (good + [{"id": "x", "t": 3}], "missing"),
+                         (good + [good[0]], "duplicate id")):
+        with pytest.raises(InvalidRequest, match=":3: .*" + message):
+            load_stream(write(tmp_path / "bad.jsonl", bad))
+
+
+def test_rate_interval_brackets_the_rate():
+    r = Rate.of(3, 100)
+    assert r.lower < r.value == 0.03 < r.upper
+    assert Rate.of(0, 0).upper == 1.0 and Rate.of(5, 5).upper == 1.0
+
+
+def test_exact_serves_repeats_and_scores_the_key(tmp_path):
+    rows = [line(0, "How do I reset my password?", "k0"), line(1, "how do I reset  my password?", "k0"),
+            line(2, "What is the refund policy?", "k1"), line(3, "What is the refund policy?", "k9"),
+            line(4, "What is the refund policy?", "k1", tenant="t1")]
+    report = replay_stream(load_stream(write(tmp_path / "s.jsonl", rows)), [ExactStream()], window=2)
+    o = report["systems"]["exact"]["overall"]
+    # r1: a normalised repeat, right; r3: the same text with another key, served wrong; r4: another tenant
+    assert (o["n"], o["hits"], o["wrong"], o["engine_calls"]) == (5, 2, 1, 3)
+    assert o["error_rate"] == 0.2 and o["error_rate_lower95"] < 0.2 < o["error_rate_upper95"]
+    assert len(report["systems"]["exact"]["windows"]) == 3
+    assert report["systems"]["exact"]["by_lang"]["en"]["n"] == 5
+
+
+def test_smartcache_scopes_on_the_streams_clock(tmp_path, encoder):
+    rows = [line(0, "How do I reset my password?", "k0", session="a"),
+            line(1, "How do I reset my password?", "k0", session="b", t=10.0),
+            line(2, "How do I reset my password?", "k0", session="b", t=100.0)]
+    requests = load_stream(write(tmp_path / "s.jsonl", rows))
+
+    def make(clock):
+        return SmartCache(load_config(store={"backend": "memory"}), encoder=encoder, clock=clock)
+    as_is = SmartCacheStream(make, scope="stream", promote_at_once=False)
+    pooled = SmartCacheStream(make, "smartcache@global", scope="global")
+    one = SmartCacheStream(make, "smartcache@session", scope="session")
+    report = replay_stream(requests, [as_is, pooled, one])
+    # stream scope: r1 is another session; r2 comes after b's own answer waited out its window (30 s)
+    assert [report["systems"][n]["overall"]["hits"] for n in ("smartcache", "smartcache@global",
+                                                              "smartcache@session")] == [1, 2, 2]
+    assert all(s["overall"]["wrong"] == 0 for s in report["systems"].values())
+
+
+def test_cosine_baseline_serves_above_its_threshold(tmp_path, encoder):
+    rows = [line(0, "How do I reset my password?", "k0"), line(1, "How can I reset my password", "k0"),
+            line(2, "Where is the nearest train station?", "k1")]
+    report = replay_stream(load_stream(write(tmp_path / "s.jsonl", rows)), [CosineStream(encoder, 0.8)])
+    assert report["systems"]["cosine@0.8"]["overall"]["hits"] == 1
+
+
+@pytest.mark.integration
+def test_replay_stream_command_writes_json_markdown_and_plot(tmp_path, capsys):
+    rows = [line(i, text, key) for i, (text, key) in enumerate(
+        [("How do I reset my password?", "k0"), ("How do I reset my password?", "k0"),
+         ("怎么修改绑定的手机号", "k1"), ("怎么修改绑定的手机号", "k1")])]
+    stream = write(tmp_path / "s.jsonl", rows)
+    out, md = tmp_path / "r.json", tmp_path / "r.md"
+    assert main(["replay", "--stream", str(stream), "--systems", "smartcache@global,exact,cosine@0.95",
+                 "--json", str(out), "--report", str(md)]) == 0
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert set(report["systems"]) == {"smartcache@global", "exact", "cosine@0.95"}
+    assert report["systems"]["exact"]["overall"]["hits"] == 2
+    assert "| exact |" in md.read_text(encoding="utf-8")
+    assert md.with_suffix(".png").read_bytes()[:4] == b"\x89PNG"
+    assert main(["replay", "--stream", str(stream), "--systems", "nonsense"]) == 2
