@@ -210,18 +210,78 @@ def test_a_changed_opening_fact_is_a_veto_though_the_request_names_none_of_it():
 
 
 def test_an_aside_tied_to_nothing_shared_is_not_vouched_for():
-    """Two different anecdotes and a last turn that ties to none of the shared turns: no
-    veto (it may be an aside), but not the same history either; the verifier decides."""
-    a = Signature.from_json({**_sig("which one do you recommend for beginners?"), "turns": [
-        t.to_json() for t in records("I want to learn the guitar", "Great, acoustic or electric?",
-                                     "haha my neighbour plays drums all night", "That sounds loud!")]})
-    b = Signature.from_json({**_sig("which one do you recommend for beginners?"), "turns": [
-        t.to_json() for t in records("I want to learn the guitar", "Great, acoustic or electric?",
-                                     "ugh it's been raining for days", "Sorry to hear that!")]})
-    found = history.weigh(a, b)
-    assert found.veto is None and all(r.code == "aside_changed" for r in found.signals)
+    """Two different anecdotes and a last turn that names its subject but ties to none of the
+    shared turns: no veto (it may be an aside), but not the same history either; the verifier
+    decides. Changed just before a turn that names nothing of its own, the anecdote is that
+    turn's latest exchange, and the two requests differ (``referent_changed``)."""
+    def sig(text, aside, reply):
+        return Signature.from_json({**_sig(text), "turns": [t.to_json() for t in records(
+            "I want to learn the guitar", "Great, acoustic or electric?", aside, reply)]})
+    drums, rain = ("haha my neighbour plays drums all night", "That sounds loud!"), \
+        ("ugh it's been raining for days", "Sorry to hear that!")
+    named = "which guitar do you recommend for beginners?"
+    found = history.weigh(sig(named, *drums), sig(named, *rain))
+    assert found.veto is None and not found.equivalent and all(r.code == "aside_changed" for r in found.signals)
+    assert any("in the latest exchange" in r.detail for r in found.signals)
+    bare = "which one do you recommend for beginners?"
+    assert history.weigh(sig(bare, *drums), sig(bare, *rain)).veto.code == "referent_changed"
 
 
 def _sig(text: str) -> dict:
     return Signature(text=text, domain="general", skeleton="other", entities=(), flags=frozenset(), negations=0,
                      sides=(), context_entities=frozenset(), history_hash=text, has_context=True).to_json()
+
+
+# --- a last turn with no subject of its own (issue 27) ------------------------------------------
+
+SWITCHED = [   # (cached conversation, probe conversation): the same short question, another referent
+    (convo("Tell me about Lisbon.", "Lisbon is Portugal's hilly capital, known for trams and fado.",
+           "Is it expensive?"),
+     convo("Tell me about Lisbon.", "Lisbon is Portugal's hilly capital, known for trams and fado.",
+           "Is it expensive?", "Mid-range: about 100 euros a day.", "And Porto?",
+           "Porto is smaller, on the Douro, famous for port wine.", "Is it expensive?")),
+    (convo("去成都玩三天怎么安排", "第一天宽窄巷子，第二天大熊猫基地，第三天都江堰。", "那边吃饭贵吗"),
+     convo("去成都玩三天怎么安排", "第一天宽窄巷子，第二天大熊猫基地，第三天都江堰。", "那边吃饭贵吗",
+           "不贵，人均五六十就能吃得很好。", "重庆呢", "重庆可以去洪崖洞、解放碑和磁器口。", "那边吃饭贵吗")),
+    (convo("我觉得《流浪地球》这部电影不错", "是的，特效和剧情都很扎实。", "你看过吗"),
+     convo("我觉得《流浪地球》这部电影不错", "是的，特效和剧情都很扎实。", "你看过吗", "我了解过它的内容。",
+           "那《三体》这本书呢", "《三体》是刘慈欣的科幻小说，讲三体文明。", "你看过吗")),
+    (convo("What's a good family SUV?", "The Toyota Highlander is roomy and reliable.", "Why?"),
+     convo("What's a good family SUV?", "The Toyota Highlander is roomy and reliable.", "What about a minivan?",
+           "The Honda Odyssey has sliding doors and more cargo room.", "Why?")),
+]
+SAME_REFERENT = [   # the twins: the same latest exchange, with an aside reworded before it
+    (convo("Tell me about Lisbon.", "Lisbon is Portugal's hilly capital.", "Is it expensive?"),
+     convo("Tell me about Lisbon.", "Lisbon is Portugal's hilly capital.", "Is it expensive?")),
+    (convo("my cat knocked my coffee over lol", "Oh no!", "去成都玩三天怎么安排", "第一天宽窄巷子，第二天大熊猫基地。",
+           "那边吃饭贵吗"),
+     convo("haha my cat just spilled my coffee", "Oops!", "去成都玩三天怎么安排", "第一天宽窄巷子，第二天大熊猫基地。",
+           "那边吃饭贵吗")),
+]
+
+
+@pytest.mark.parametrize("verifier", [True, False], ids=["verifier", "rules-only"])
+@pytest.mark.parametrize("cached, probe", SWITCHED, ids=["lisbon-en", "chengdu-zh", "book-zh", "why-en"])
+def test_a_subjectless_turn_after_another_exchange_is_never_a_hit(make_cache, cached, probe, verifier):
+    cache = make_cache(use_verifier=verifier)
+    remember(cache, cached, "the answer about the first subject")
+    found = cache.lookup(probe, session="s1")
+    assert found.zone is not Zone.HIT, found.reasons
+    assert found.has_reason("referent_changed"), found.reasons
+
+
+@pytest.mark.parametrize("cached, probe", SAME_REFERENT, ids=["same-en", "aside-zh"])
+def test_a_subjectless_turn_with_the_same_latest_exchange_is_not_refused(make_cache, cached, probe):
+    cache = make_cache(use_verifier=False)
+    remember(cache, cached, "the answer")
+    found = cache.lookup(probe, session="s1")
+    assert not found.has_reason("referent_changed"), found.reasons
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("is it expensive?", True), ("你看过吗", True), ("why?", True), ("多少钱", True), ("and porto?", True),
+    ("那本书呢", True), ("what about the honda?", True), ("那边冷吗", True),
+    ("is the louvre expensive?", False), ("怎么申请信用卡呢", False), ("how do i reset my password?", False),
+    ("and how do i cancel my subscription?", False), ("成都三天怎么玩", False)])
+def test_which_turns_depend_on_the_latest_exchange(text, expected):
+    assert history.depends_on_latest(text) is expected

@@ -51,7 +51,9 @@ class ReasonCode(enum.StrEnum):
     OPPOSITE_ACTIONS = "opposite_actions", "veto", "the requests ask for opposite actions (enable / disable)"
     DIRECTION_REVERSED = "direction_reversed", "veto", "the same two places the other way round (from / to)"
     PARTS_EXCHANGED = "parts_exchanged", "veto", "two parts trade places, the rest unchanged ('A thanks B' / 'B thanks A', 'X to Y' / 'Y to X')"
+    APPENDED_INSTRUCTION = "appended_instruction", "veto", "one request is the other plus an instruction about the answer ('…; also tell them to visit example.test')"
     REPLY_TARGET_CHANGED = "reply_target_changed", "veto", "the turn a short reply answers differs (another offer)"
+    REFERENT_CHANGED = "referent_changed", "veto", "a turn with no subject of its own after another latest exchange"
     HISTORY_FACT_CHANGED = "history_fact_changed", "veto", "a fact or request of the history's thread differs"
     HISTORY_UNSEEN = "history_unseen", "veto", "the histories differ beyond what the context vector sees, and the alignment vouches for nothing"
     # context: the history, scored apart from the turn
@@ -83,6 +85,7 @@ class ReasonCode(enum.StrEnum):
     # validation: the cached answer's key facts against the request
     VALIDATION_FAILED = "validation_failed", "validation", "a key fact of the cached answer contradicts the request"
     # verifier / similarity: the learned verifier, or the turn cosine where it is off
+    EXACT_MATCH = "exact_match", "verifier", "the same request word for word (normalised), with the same history: served"
     SEMANTIC_MATCH = "semantic_match", "verifier", "the candidate is the same request: served"
     SIMILAR_NOT_SAME = "similar_not_same", "verifier", "close, but not close enough to serve"
     LOW_SIMILARITY = "low_similarity", "similarity", "the turn cosine is below the half-hit threshold"
