@@ -7,6 +7,8 @@ Sources (each file is one source; `smartcache train` holds whole source families
     qqp, gptcache           English question pairs (QQP duplicates / GPTCache paraphrases)
     lcqmc, bq, pawsx, atec  Chinese question pairs (validation splits; ATEC valid + test)
     stsb                    STS-B in Chinese: score >= 4.4 same, <= 2.5 different, between dropped
+                            (each of these as <set>.pool.jsonl: a pool of traffic in STREAMS.md lines,
+                            every request judged against all earlier answers, see ``pool``)
     <set>-ctx               pairs of a set placed after a history: the same history (label kept),
                             small talk inserted (label kept), an earlier finished topic first
                             (label kept)
@@ -31,6 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 from build_benchmark import Builder, load_crosswoz  # noqa: E402
 
+from smartcache.context import normalize_text  # noqa: E402
+from smartcache.eval.training import POOL_SUFFIX  # noqa: E402
 from smartcache.eval.calibrate import load_pair_set  # noqa: E402
 from smartcache.paths import shared_data  # noqa: E402
 
@@ -57,6 +61,51 @@ def pair_case(cid: str, source: str, lang: str, a: str, b: str, label: int, *, h
     return {"id": cid, "lang": lang, "domain": source, "category": category, "session": cid,
             "cached": [{"messages": flatten(list(history_a)) + [user(a)], "answer": f"(answer to: {a})"}],
             "probe": {"messages": flatten(list(history_b)) + [user(b)]}, "expect": "hit" if label else "miss"}
+
+
+def clusters(rows: list[tuple[str, str, int, str]]) -> dict[str, str]:
+    """normalised text -> its cluster key: texts joined by a pair labelled the same question,
+    and identical texts (after normalisation), are one question with one answer.
+
+        >>> sorted(clusters([("a", "b", 1, "en"), ("b", "c", 1, "en"), ("c", "d", 0, "en")]).items())
+        [('a', 'k0'), ('b', 'k0'), ('c', 'k0'), ('d', 'k1')]
+    """
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b, label, _ in rows:
+        ka, kb = find(normalize_text(a)), find(normalize_text(b))
+        if label:
+            parent[ka] = kb
+    roots: dict[str, str] = {}
+    return {text: roots.setdefault(find(text), f"k{len(roots)}") for text in list(parent)}
+
+
+def pool(name: str, rows: list[tuple[str, str, int, str]], rng: random.Random) -> list[dict]:
+    """A source's pairs as one pool of traffic (STREAMS.md lines, one tenant and session):
+    each pair's first question arrives at a random point, its partner later, so every
+    request is judged against all the answers stored before it, as in a cache of thousands
+    of entries. Keys come from ``clusters``; the answers are synthetic (one text a key)."""
+    key = clusters(rows)
+    events = []
+    for i, (a, b, label, lang) in enumerate(rows):
+        first = rng.random()
+        events.append((first, a, "first", lang))
+        events.append((first + (1 - first) * rng.random(), b, "paraphrase" if label else "near_miss", lang))
+    events.sort(key=lambda e: e[0])
+    out = []
+    for j, (at, text, category, lang) in enumerate(events):
+        k = key[normalize_text(text)]
+        out.append({"id": f"{name}-pool-{j:05d}", "t": round(at * len(events) * 2.0, 2), "tenant": name,
+                    "session": "pool", "lang": lang, "source": name, "category": category,
+                    "messages": [user(text)], "answer_key": k, "answer": f"(answer {k})"})
+    return out
 
 
 def stsb_rows(data: Path) -> list[tuple[str, str, int]]:
@@ -104,6 +153,11 @@ class Sources:
                 out[name] = [(a, b, l, "zh") for a, b, l in self.sample(rows, count)]
             else:
                 print(f"note: {name} not found under {self.data}", file=sys.stderr)
+        # One text labelled a different question from itself is a labelling error (PAWS-X's
+        # translation made some word-swap pairs identical): a row that teaches nothing and, in
+        # a calibration split, holds an operating point at 0.999 on its own.
+        out = {name: [r for r in rows if r[2] or normalize_text(r[0]) != normalize_text(r[1])]
+               for name, rows in out.items()}
         # English histories: unrelated QQP questions, answered briefly.
         self.en_exchanges = [(a, f"Here is a short answer about that: {b}") for a, b, _, _ in out.get("qqp", [])[-400:]]
         return out
@@ -167,6 +221,9 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=str(ROOT / "build" / "training"))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every source's size (tests use 0.01)")
+    parser.add_argument("--hold-out", default="bq", metavar="LIST",
+                        help="pair sources left out whole, for the streams the cache is judged on "
+                             "(scripts/build_streams.py); default bq, 'none' for none")
     args = parser.parse_args(argv)
     data = shared_data()
     if data is None:
@@ -174,16 +231,21 @@ def main(argv=None) -> int:
         return 2
     src = Sources(data, args.seed, args.scale)
     files: dict[str, list[dict]] = {}
-    pairs = src.pairs()
+    held = {n.strip() for n in args.hold_out.split(",") if n.strip() and n.strip() != "none"}
+    pairs = {name: rows for name, rows in src.pairs().items() if name not in held}
     for name, rows in pairs.items():
         lang = rows[0][3] if rows else "zh"
-        files[name] = [pair_case(f"{name}-{i:05d}", name, r[3], r[0], r[1], r[2]) for i, r in enumerate(rows)]
+        # Single-turn pairs as a pool of traffic, not one case each: a pair judged alone never
+        # meets the near misses a cache of thousands of entries holds (issue 27).
+        files[f"{name}{POOL_SUFFIX[:-len('.jsonl')]}"] = pool(name, rows, src.rng)
         if name in ("qqp", "lcqmc", "bq", "atec", "pawsx"):
             files[f"{name}-ctx"] = src.placed(name, rows, 600 if lang == "zh" else 1000)
     files["crosswoz"] = src.dialogues(1200)
     files.update(src.generator(per_cell=max(1, int(16 * args.scale))))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    for stale in out.glob("*.jsonl"):      # a source renamed or dropped must not linger
+        stale.unlink()
     for name, cases in sorted(files.items()):
         with (out / f"{name}.jsonl").open("w", encoding="utf-8") as fh:
             for case in cases:

@@ -188,12 +188,26 @@ class Decider:
         lang = "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in fp.signature.text) else "en"
         needed = limits.same if limits.same is not None else self.verifier.operating_point(
             tier, fp.signature.has_context, lang)
+        # The same request word for word after normalisation, after the same history, is the
+        # same request: no model's doubt about it is worth a miss (an exact repeat was refused at
+        # p(same) 0.886, turn cosine 1.000). Gates and vetoes have had their say already.
+        exact = [i for i, e in enumerate(open_) if e.entry.signature.text == fp.signature.text
+                 and e.entry.prefix_hash == fp.signature.history_hash]
+        if exact:
+            ranked = exact[:1] + [i for i in ranked if i != exact[0]]
         for i in ranked[:1]:
             e, p = open_[i], float(probs[i, P_SAME])
-            if p < needed:
+            word_for_word = bool(exact) and i == exact[0]
+            if p < needed and not word_for_word:
                 break
-            why = (Reason(R.SEMANTIC_MATCH, f"verifier p(same) {p:.3f} >= {needed:.3f}{read(i)}; turn cosine "
-                                            f"{e.turn:.3f}", e.entry.cache_id),) + e.signals
+            # When the rules said something against it, say that the verifier outweighed them:
+            # they are evidence, whose precision on public pairs is below a veto's.
+            against = sorted({r.code.value for r in e.signals if r.code is not R.ASIDE_CHANGED})
+            outweighed = f"; the verifier outweighed {', '.join(against)} (evidence, not vetoes)" if against else ""
+            why = (Reason(R.EXACT_MATCH, f"the same request and history, word for word; verifier p(same) {p:.3f}",
+                          e.entry.cache_id) if word_for_word else
+                   Reason(R.SEMANTIC_MATCH, f"verifier p(same) {p:.3f} >= {needed:.3f}{read(i)}; turn cosine "
+                                            f"{e.turn:.3f}{outweighed}", e.entry.cache_id),) + e.signals
             problems = self._validate(fp, e.entry)
             if not problems:
                 return Decision(Zone.HIT, tuple(reasons) + why, e.entry, scores(e),

@@ -11,7 +11,10 @@ are in docs/results.md and docs/eval/history.md, from ``scripts/veto_precision.p
 - the negation parity of what is asked, where the two requests are otherwise one
   sentence and the negation is in what changed ("开启 A 功能" / "别开启 A 功能");
   a negation elsewhere ("why can't I …" / "why is … not possible") is evidence only;
-- opposite actions from the antonym lexicon (enable / disable);
+- opposite actions or stances from the antonym lexicon (enable / disable, accept / decline,
+  support / oppose, expand / shorten);
+- one request that is the other plus an instruction about the answer (``appended``: the
+  crafted near-duplicate of CacheAttack);
 - the same places in reversed direction ("从北京到上海" / "从上海到北京", from / to);
 - a global entry without history answering a turn that refers back;
 - the histories aligned turn by turn (``history``): another offer under the same short
@@ -40,6 +43,7 @@ from typing import NamedTuple
 import numpy as np
 
 from smartcache.decide import history
+from smartcache.decide.appended import appended_instruction
 from smartcache.decide.decision import Reason, Zone
 from smartcache.decide.match import MODIFY, _UNRESOLVED_REFERENCE, context_similarity
 from smartcache.decide.polarity import _polarity_differs
@@ -59,7 +63,7 @@ ENTITY_KINDS = ("name", "num", "money", "date", "time", "code", "version", "styl
 FEATURES: tuple[str, ...] = (
     # similarities
     "turn_cosine", "context_similarity", "same_history", "probe_has_context", "cached_has_context",
-    "probe_history_turns", "cached_history_turns", "global_entry", "topic_similarity",
+    "probe_history_turns", "cached_history_turns", "topic_similarity",
     # the texts
     "lang_zh", "log_len_probe", "log_len_cached", "len_ratio", "char1_jaccard", "char2_jaccard", "char3_jaccard",
     "token_jaccard", "token_share", "diff_replace", "diff_insert", "diff_delete", "max_replaced", "unmatched_probe",
@@ -79,8 +83,9 @@ _INDEX = {name: i for i, name in enumerate(FEATURES)}
 _NEGATORS = frozenset("别 不 没 勿 禁 无 未 非 莫 甭 not don't dont never no without avoid "
                       "shouldn't can't cannot won't doesn't isn't aren't".split())
 # Rule codes that are hard vetoes. Everything else the rules say is a signal for the verifier.
-HARD_VETOES = frozenset({R.QUANTITY_CHANGE, R.INTENT_REVERSAL, R.OPPOSITE_ACTIONS, R.DIRECTION_REVERSED, R.PARTS_EXCHANGED,
-                         R.CONTEXT_DEPENDENT, R.REPLY_TARGET_CHANGED, R.HISTORY_FACT_CHANGED, R.HISTORY_UNSEEN})
+HARD_VETOES = frozenset({R.QUANTITY_CHANGE, R.INTENT_REVERSAL, R.APPENDED_INSTRUCTION, R.OPPOSITE_ACTIONS, R.DIRECTION_REVERSED, R.PARTS_EXCHANGED,
+                         R.CONTEXT_DEPENDENT, R.REPLY_TARGET_CHANGED, R.REFERENT_CHANGED, R.HISTORY_FACT_CHANGED,
+                         R.HISTORY_UNSEEN})
 # A route: which end it starts from is its meaning. "A or B", "A vs B" are symmetric and stay evidence.
 _FROM = re.compile(r"从|\bfrom\s", re.I)
 
@@ -179,7 +184,10 @@ def gather(fp: Fingerprint, entry: Entry, turn: float) -> Evidence:
     aligned = history.weigh(probe, cached, entry.cache_id, probe_turn=fp.view.current) \
         if probe.history_hash != cached.history_hash and not global_free else None
     equivalent = aligned is not None and aligned.equivalent
-    context = None if global_free else 1.0 if equivalent else context_similarity(fp, entry)
+    # Where an entry lives is not evidence that it answers the request: a global entry is
+    # described exactly as a session entry with the same history would be (a verifier that
+    # could tell them apart learned "global means same" from rows that were all positives).
+    context = 1.0 if equivalent else context_similarity(fp, entry)
     modifies = bool(probe.flags & MODIFY) and not (cached.flags & MODIFY)
     # In this order: it is the order of the signals in an explanation, and the first veto stands.
     _similarities(tally, fp, entry, turn, context, global_free, equivalent)
@@ -192,6 +200,14 @@ def gather(fp: Fingerprint, entry: Entry, turn: float) -> Evidence:
     _change_flags(tally, probe, cached, modifies)
     _wording(tally, probe, cached)
     _history(tally, probe, cached, context, global_free)
+    if probe.has_context != cached.has_context and any(
+            history.depends_on_latest(t) for t in (probe.text, cached.text)):
+        # "How long should I cook it?" after one conversation, against the same words asked with
+        # none (or after none, against one): what it is about is known on one side only. The
+        # request's text is read with its references resolved ("does it have breakfast?" after
+        # "I'm at the Hilton" reads "does the hilton have breakfast?", which names its subject).
+        tally.signal("referent_changed", "the last turn names nothing of its own, and only one request "
+                                         "has an exchange it could refer to")
     if aligned is not None and aligned.veto is not None:
         tally.signal(aligned.veto.code, aligned.veto.detail)
     elif aligned is not None and not equivalent and aligned.material and context == 1.0:
@@ -220,7 +236,6 @@ def _similarities(tally: _Tally, fp: Fingerprint, entry: Entry, turn: float, con
     put("cached_has_context", float(cached.has_context))
     put("probe_history_turns", min(len(probe.history_turns), 8))
     put("cached_history_turns", min(len(cached.history_turns), 8))
-    put("global_entry", float(entry.scope is Scope.GLOBAL))
     put("topic_similarity", -1.0 if fp.topic_similarity is None else fp.topic_similarity)
     if global_free and _UNRESOLVED_REFERENCE.search(probe.text):
         tally.signal("context_dependent", "a global entry cannot answer a turn that refers back")
@@ -328,6 +343,9 @@ def _change_flags(tally: _Tally, probe: Signature, cached: Signature, modifies: 
     tally.put("probe_replacement", float(ChangeFlag.REPLACEMENT in probe.flags))
     tally.put("cached_modifies", float(bool(cached.flags & MODIFY)))
     if modifies:
+        # Evidence, not a veto: measured as one (scripts/veto_precision.py), it refused the
+        # wanted hit in 24 of 174 refusals over the dev sets, the benchmark and the placed
+        # training pairs (precision 0.862), short of a veto's.
         tally.signals.append(Reason("change_detected", f"the turn modifies the request: "
                                                        f"{sorted(f.value for f in probe.flags & MODIFY)}",
                                     tally.entry_id))
@@ -350,6 +368,9 @@ def _wording(tally: _Tally, probe: Signature, cached: Signature) -> None:
             signal("direction_reversed", "the same two places, the other way round", "entity_order")
         else:
             signal("entity_order", "the same entities in another order (A vs B)", "entity_order")
+    added = appended_instruction(a, b)
+    if added:
+        signal("appended_instruction", f"one request is the other plus {added[:80]!r}")
     exchanged = exchanged_spans(a, b)
     if exchanged:
         signal("parts_exchanged", f"{exchanged[0]!r} and {exchanged[1]!r} trade places", "roles_swapped")

@@ -21,8 +21,8 @@ from smartcache.decide.evidence import FEATURES
 from smartcache.decide.verifier import SAME
 from smartcache.eval.cross_training import held_out_probs
 from smartcache.eval.training import (
-    PARAMS, Harvest, calibration_split, case_outcomes, export, family_of, family_weights, fit, harvest_dir,
-    held_out_predictions, operating_points, tally, with_cross_encoder,
+    PARAMS, Harvest, calibration_split, case_outcomes, export, family_of, fit, harvest_dir,
+    held_out_predictions, operating_points, row_weights, tally, with_cross_encoder,
 )
 
 
@@ -152,7 +152,7 @@ def train(data: Path, out: Path, report_dir: Path, *, make_cache, seed: int = 0,
     fams = np.asarray([family_of(h.cases[c]["source"]) for c in case])
     if points_on == "held_out":
         say("  the shipped model, on every row")
-        model = fit(x, y, family_weights(fams), seed, params)
+        model = fit(x, y, row_weights(fams, case), seed, params)
         shipped = model.predict_proba(x)[:, SAME]
         on_cal = lambda m: True
         points = operating_points(h, held, budget, single_budget)
@@ -160,7 +160,7 @@ def train(data: Path, out: Path, report_dir: Path, *, make_cache, seed: int = 0,
         calibration = calibration_split(h)
         in_cal = calibration[case]
         say("  the shipped model, without the calibration split")
-        model = fit(x[~in_cal], y[~in_cal], family_weights(fams[~in_cal]), seed, params)
+        model = fit(x[~in_cal], y[~in_cal], row_weights(fams[~in_cal], case[~in_cal]), seed, params)
         shipped = model.predict_proba(x)[:, SAME]
         cal_ids = {(m["source"], m["id"]) for m, c in zip(h.cases, calibration) if c}
         on_cal = lambda m: (m["source"], m["id"]) in cal_ids

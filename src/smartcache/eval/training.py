@@ -156,19 +156,92 @@ def harvest(cases: Sequence[Case], source: str, cache, out: Harvest | None = Non
     return out
 
 
+def harvest_pool(requests: Sequence[dict[str, Any]], source: str, cache, out: Harvest | None = None,
+                 progress: Callable[[], None] | None = None) -> Harvest:
+    """Describe every candidate of a pool of traffic the way a lookup would: one row per
+    candidate among every answer stored before it, so a request competes with thousands of
+    entries as it does in a real cache, and the best of k is what calibration judges.
+
+    ``requests``: STREAMS.md objects in arrival order (``messages``, ``answer_key``, optional
+    ``tenant`` / ``session`` / ``scope`` / ``lang`` / ``category``). A row is ``same`` when the
+    candidate was stored from a request with the same ``answer_key``; a request is an
+    expected hit when its key was stored before it. Every request's answer is then stored
+    and promoted at once (the harvest serves nothing, so the pool holds all earlier traffic)."""
+    out = out or Harvest()
+    decider = cache.decider
+    key_of: dict[str, str] = {}           # entry id -> the answer_key it was stored from
+    seen: set[tuple[str, str]] = set()    # (tenant, key) stored so far
+    for n, request in enumerate(requests):
+        tenant = f"pool-{source}-{request.get('tenant', 'default')}"
+        session = str(request.get("session") or request["id"])
+        key = str(request["answer_key"])
+        looked = cache.prepare(request["messages"], session=session, tenant=tenant)
+        fp = looked.fingerprint
+        index = len(out.cases)
+        domain = fp.signature.domain
+        out.cases.append({"id": str(request["id"]), "source": source, "lang": request.get("lang", ""),
+                          "category": request.get("category", ""),
+                          "expect": "hit" if (tenant, key) in seen else "miss", "tier": tier_of(domain),
+                          "domain": domain, "context": bool(fp.signature.has_context)})
+        if progress:
+            progress()
+        if looked.gate is None:
+            flt = SearchFilter(tenant=tenant, version_key=looked.version.digest(), session_id=session,
+                               domain=domain, now=cache.clock(),
+                               feedback_floor=cache.config.lifecycle.feedback_floor)
+            candidates = cache.backend.search(flt, fp.turn_vector, cache.config.top_k)
+            if fp.topic_switch:
+                candidates = [c for c in candidates if c.entry.scope.value == "global"]
+            limits = decider.table.for_domain(domain, tier_of(domain))
+            probe_side, rank = side_input(fp.signature), 0
+            for e in decider.evidence(fp, candidates, limits)[0]:
+                same = key_of.get(e.entry.cache_id) == key
+                if e.veto is not None:
+                    out.vetoes.setdefault(e.veto.code, [0, 0])[0 if same else 1] += 1
+                    continue
+                out.x.append(e.features)
+                out.y.append(SAME if same else DIFFERENT)
+                out.case.append(index)
+                out.target.append(same)
+                cached_side = side_input(e.entry.signature)
+                out.sides.append((probe_side.turn, probe_side.depends_on, cached_side.turn, cached_side.depends_on))
+                out.rank.append(rank)
+                rank += 1
+        scope = str(request.get("scope") or "session")
+        stored = cache.store(looked, str(request.get("answer") or f"(answer {key})"), scope=scope)
+        if stored.stored:
+            cache.promote(stored.cache_id, to_global=scope == "global")
+            key_of[stored.cache_id] = key
+            seen.add((tenant, key))
+    return out
+
+
+def load_pool(path: Path) -> list[dict[str, Any]]:
+    """The requests of a pool file (STREAMS.md lines), in the order they arrive."""
+    import json
+    with path.open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+# A file of the training folder holding a pool of traffic rather than cases.
+POOL_SUFFIX = ".pool.jsonl"
+
 _MAKE_CACHE = None   # set before the worker processes fork; each builds its own cache
 
 
 def _harvest_file(path: Path) -> Harvest:
     """One source file's harvest, kept beside it (``<source>.harvest.npz``) and reused while
     the file and the code are unchanged."""
-    saved, stamp = path.with_suffix(".harvest.npz"), code_stamp()
+    saved, stamp = path.with_name(path.name[:-len(".jsonl")] + ".harvest.npz"), code_stamp()
     if saved.exists() and saved.stat().st_mtime >= path.stat().st_mtime:
         try:
             return Harvest.load(saved, stamp)
         except ValueError:
             pass
-    part = harvest(load_cases(path), path.stem, _MAKE_CACHE())
+    if path.name.endswith(POOL_SUFFIX):
+        part = harvest_pool(load_pool(path), path.name[:-len(POOL_SUFFIX)] + "-pool", _MAKE_CACHE())
+    else:
+        part = harvest(load_cases(path), path.stem, _MAKE_CACHE())
     part.save(saved, stamp)
     return part
 
@@ -206,7 +279,7 @@ def harvest_dir(folder: Path, make_cache, *, workers: int = 2, say: Callable[[st
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
         for path, part in zip(paths, pool.map(_harvest_file, paths)):
             parts[path] = part
-            say(f"  harvested {path.stem}: {len(part.cases)} cases, {len(part.y)} rows")
+            say(f"  harvested {path.name}: {len(part.cases)} cases, {len(part.y)} rows")
     return merge([parts[p] for p in sorted(parts)])
 
 
@@ -238,6 +311,20 @@ def family_weights(families: np.ndarray) -> np.ndarray:
     return w * len(w) / w.sum()
 
 
+def row_weights(families: np.ndarray, case: np.ndarray) -> np.ndarray:
+    """``family_weights``, with every case (a request) counting once however many candidates
+    it has: a request of a pool of traffic weighs up to four rows (``WEIGHED``), a pair case
+    one, and without this the pools' many distractors would drown the rest.
+
+        >>> [round(float(w), 3) for w in row_weights(np.asarray(["a", "a", "a"]), np.asarray([0, 0, 1]))]
+        [0.75, 0.75, 1.5]
+    """
+    _, index, counts = np.unique(case, return_inverse=True, return_counts=True)
+    per_case = 1.0 / counts[index]
+    w = family_weights(families) * per_case
+    return w * len(w) / w.sum()
+
+
 def held_out_predictions(h: Harvest, seed: int = 0, progress: Callable[[str], None] | None = None,
                          params: dict[str, Any] | None = None) -> np.ndarray:
     """P(class) of every row from a model trained without the row's source family."""
@@ -248,7 +335,7 @@ def held_out_predictions(h: Harvest, seed: int = 0, progress: Callable[[str], No
         out = fam == name
         if progress:
             progress(name)
-        model = fit(x[~out], y[~out], family_weights(fam[~out]), seed, params)
+        model = fit(x[~out], y[~out], row_weights(fam[~out], case[~out]), seed, params)
         probs[out] = model.predict_proba(x[out])
     return probs
 
@@ -391,6 +478,6 @@ def with_cross_encoder(h: Harvest, probs: np.ndarray) -> Harvest:
     return out
 
 
-__all__ = ["Harvest", "LABEL", "PARAMS", "calibration_split", "case_outcomes", "lookup_point", "lowest_safe", "point_key", "export", "family_of", "family_weights", "fit", "with_cross_encoder",
+__all__ = ["Harvest", "LABEL", "PARAMS", "POOL_SUFFIX", "harvest_pool", "load_pool", "calibration_split", "case_outcomes", "lookup_point", "lowest_safe", "point_key", "export", "family_of", "family_weights", "fit", "row_weights", "with_cross_encoder",
            "harvest", "harvest_dir", "held_out_predictions", "operating_points", "tally", "upper_bound",
            "wilson_lower"]
