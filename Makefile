@@ -108,7 +108,7 @@ train: train-base train-verifier
 train-base: $(STAMP)
 	$(PY) scripts/build_training.py --out build/training --seed 0
 	$(VENV)/bin/smartcache train --data build/training --harvest docs/eval/training/harvest.npz \
-	  --points calibration --budget 0.01 --single-budget 0.01 --out src/smartcache/data/verifier.json \
+	  --points calibration --budget 0.02 --single-budget 0.01 --out src/smartcache/data/verifier.json \
 	  --report docs/eval/training
 
 train-verifier: $(STAMP)
