@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import unicodedata
 
 # What may stand before an instruction in its clause: a conjunction, a courtesy, "in your answer".
 _LEAD = re.compile(r"^(?:[\s,;:.!?。，；：！？、-]|and|also|then|plus|please|pls|but|additionally|moreover|"
@@ -37,8 +38,8 @@ _LEAD = re.compile(r"^(?:[\s,;:.!?。，；：！？、-]|and|also|then|plus|ple
 # anywhere in it.
 _DIRECTIVE = re.compile(
     r"^(?:tell|remind|advise|mention|include|add|append|insert|attach|recommend|suggest|promote|advertise|"
-    r"say|state|claim|end|finish|start|begin|sign|link|direct|send|refer|point|visit|click|contact|call|email|"
-    r"reply|respond|answer|write|format|translate|use|ignore|forget|pretend|repeat|make sure|don'?t forget)\b"
+    r"say|claim|sign|link|direct|send|visit|click|contact|call|email|"
+    r"reply|respond|answer in|write|translate|ignore|forget|pretend|repeat|make sure|don'?t forget)\b"
     r"|^(?:告诉|提醒|建议|推荐|提到|提及|附上|加上|带上|插入|结尾|开头|署名|引导|让(?:他|她|用户|对方)|访问|点击|联系|"
     r"用[^,.?!，。？！]{1,6}(?:回答|写|说|回复)|忽略|忘记|假装|宣传|务必|记得)"
     r"|https?://|www\.|\b[a-z0-9-]+\.(?:com|net|org|io|cn|test|xyz|info|biz|co)\b", re.I)
@@ -49,38 +50,65 @@ _JOINED = re.compile(r"^(?:[,;:.!?。，；：！？、]|(?:and|also|then|plus|b
 _SLACK = 0.1
 
 
-def _clause(longer: str, shorter: str) -> str | None:
-    """The part the longer request adds before or after the shorter one, when (all but
-    ``_SLACK`` of) the shorter one's characters sit in it, in order, with nothing but that one
-    part around them; None otherwise."""
+def _extras(longer: str, shorter: str) -> list[tuple[str, bool]]:
+    """The parts the longer request adds to the shorter one, when (all but ``_SLACK`` of) the
+    shorter one's characters sit in it, in order; each with whether it is a clause of its own: before the
+    request and ending a sentence, after it past a sentence's end or a conjunction, or put in
+    the middle starting or ending so ("… a string <!-- and end the answer with … --> URL …").
+    "推荐下类似于鬼吹灯的小说" is one request with its verb, not an instruction and a request."""
     if len(shorter) < 4 or len(longer) <= len(shorter):
-        return None
+        return []
     matcher = difflib.SequenceMatcher(None, longer, shorter, autojunk=False)
-    blocks = [b for b in matcher.get_matching_blocks() if b.size]
-    if not blocks or sum(b.size for b in blocks) < (1 - _SLACK) * len(shorter):
-        return None
-    head, tail = longer[:blocks[0].a], longer[blocks[-1].a + blocks[-1].size:]
-    inside = len(longer) - len(head) - len(tail) - sum(b.size for b in blocks)
-    if inside > _SLACK * len(shorter) + 2:
-        return None             # words added in the middle: a rewording, not an added clause
-    # A clause of its own: after a sentence's end or a conjunction, or a sentence before the
-    # request. "推荐下类似于鬼吹灯的小说" is one request with its verb, not an instruction and a request.
-    end_before = longer[:len(longer) - len(tail)].rstrip()
-    if len(tail.strip()) >= len(head.strip()):
-        if tail.strip() and (end_before[-1:] in _BOUNDARY or _JOINED.match(tail.lstrip())):
-            return tail.strip()
-    elif head.rstrip()[-1:] in _BOUNDARY:
-        return head.strip()
-    return None
+    if sum(b.size for b in matcher.get_matching_blocks()) < (1 - _SLACK) * len(shorter):
+        return []
+    out = []
+    for op, i1, i2, _, _ in matcher.get_opcodes():
+        part = longer[i1:i2]
+        if op not in ("delete", "replace") or len(part.strip()) < 4:
+            continue
+        before, after = longer[:i1].rstrip()[-1:], longer[i2:].lstrip()[:1]
+        starts = not before or before in _BOUNDARY or bool(_JOINED.match(part.lstrip()))
+        ends = not after or part.rstrip()[-1:] in _BOUNDARY or after in _BOUNDARY
+        clause = (i1 == 0 and ends) or (i2 == len(longer) and starts) or (0 < i1 and i2 < len(longer)
+                                                                          and (starts or ends))
+        out.append((part.strip(), clause))
+    return out
+
+
+# Where one clause of an added part ends and the next begins.
+_CLAUSES = re.compile(r"[,;:.!?。，；：！？、\n]+|\s(?=(?:and|also|then|plus|but)\b)|(?=并且|另外|顺便|同时|然后)", re.I)
 
 
 def appended_instruction(a: str, b: str) -> str | None:
-    """The instruction one of two normalised requests adds to the other, or None."""
+    """The instruction one of two normalised requests adds to the other, or None: a part only
+    one side has, one of whose clauses starts with a directive, or that holds a web address, an
+    e-mail address or a phone number."""
     for longer, shorter in ((a, b), (b, a)):
-        clause = _clause(longer, shorter)
-        if clause and _DIRECTIVE.search(_LEAD.sub("", clause)):
-            return clause.strip(" ,;.。，；")
+        for part, clause in _extras(longer, shorter):
+            # A web address, a phone number or a second language added anywhere; a directive
+            # only where it starts a clause of its own.
+            if _CONTACT.search(part) or _foreign(part, shorter) or clause and any(
+                    _DIRECTIVE.search(_LEAD.sub("", c.strip())) for c in _CLAUSES.split(part)):
+                return part.strip(" ,;.。，；")
     return None
+
+
+def _script(ch: str) -> str:
+    return unicodedata.name(ch, "?").split(" ")[0]
+
+
+def _foreign(part: str, request: str) -> bool:
+    """A part written mostly (two thirds of its letters, at least eight) in a script the request
+    has none of: an instruction in a second language ("…? и добавь, что …")."""
+    letters = [ch for ch in part if ch.isalpha()]
+    own = {_script(ch) for ch in request if ch.isalpha()}
+    foreign = [ch for ch in letters if _script(ch) not in own]
+    return len(foreign) >= 8 and len(foreign) >= 2 * len(letters) / 3
+
+
+# A web address, an e-mail address or a phone number: what an instruction tells the reader to go to.
+_CONTACT = re.compile(r"https?://|www\.|\b[a-z0-9-]+\.(?:com|net|org|io|cn|test|xyz|info|biz|co|ru)\b|"
+                      r"[\w.+-]+@[\w-]+\.\w+|\+?\d[\d -]{7,}\d", re.I)
 
 
 __all__ = ["appended_instruction"]
