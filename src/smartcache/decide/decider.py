@@ -8,6 +8,7 @@ is judged, the best zone wins, and a hit must still pass key-fact validation.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -42,6 +43,22 @@ class Gate:
 
 
 WEIGHED = 4   # candidates the verifier weighs per request (the store's top-k is wider)
+
+
+_NOT_WORDS = re.compile(r"[^\w]+")
+
+
+def _words_only(text: str) -> str:
+    """A normalised text without its punctuation and spaces, but where they stand between two
+    digits ("3.5" is not "35"): "杭州三天怎么玩?" and "杭州三天怎么玩" are one request word for word.
+
+        >>> _words_only("how do i reset my password ?"), _words_only("3.5 kg"), _words_only("杭州三天怎么玩?")
+        ('howdoiresetmypassword', '3.5kg', '杭州三天怎么玩')
+    """
+    def keep(m: re.Match[str]) -> str:
+        between = m.start() > 0 and m.end() < len(text) and text[m.start() - 1].isdigit() and text[m.end()].isdigit()
+        return m.group() if between else ""
+    return _NOT_WORDS.sub(keep, text)
 
 
 def tier_of(domain: str) -> str:
@@ -188,10 +205,11 @@ class Decider:
         lang = "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in fp.signature.text) else "en"
         needed = limits.same if limits.same is not None else self.verifier.operating_point(
             tier, fp.signature.has_context, lang)
-        # The same request word for word after normalisation, after the same history, is the
+        # The same request word for word after normalisation (punctuation aside), after the same history, is the
         # same request: no model's doubt about it is worth a miss (an exact repeat was refused at
         # p(same) 0.886, turn cosine 1.000). Gates and vetoes have had their say already.
-        exact = [i for i, e in enumerate(open_) if e.entry.signature.text == fp.signature.text
+        words = _words_only(fp.signature.text)
+        exact = [i for i, e in enumerate(open_) if _words_only(e.entry.signature.text) == words
                  and e.entry.prefix_hash == fp.signature.history_hash]
         if exact:
             ranked = exact[:1] + [i for i in ranked if i != exact[0]]
