@@ -156,6 +156,6 @@ def test_warmup_command_fills_the_sqlite_file_serve_reads(tmp_path, encoder, cap
     assert main(["warmup", "--sessions", str(logs), "--store-path", str(db)]) == 0
     assert json.loads(capsys.readouterr().out)["written"] == 1
     cache = SmartCache(load_config(store={"backend": "sqlite", "path": str(db)}), encoder=encoder)
-    decision = cache.lookup([U("发票在哪里申请呢")], session="someone")
+    decision = cache.lookup([U("发票在哪里申请?")], session="someone")
     assert decision.zone is Zone.HIT and decision.answer == "在订单详情页点击“申请开票”。"
     assert main(["warmup", "--sessions", str(logs), "--store", "redis"]) == 2      # needs --redis-url

@@ -27,7 +27,7 @@ TRIP = "周末去杭州玩三天，预算五千以内，帮我排个行程"
 PLAN = "第1天：西湖、断桥\n第2天：灵隐寺\n第3天：河坊街。合计约4800元。"
 CASES = [
     {"id": "p1", "lang": "zh", "category": "paraphrase", "cached": [{"messages": [SYS, U(TRIP)], "answer": PLAN}],
-     "probe": {"messages": [SYS, U("周末去杭州玩3天，预算5000以内，帮我排一下行程")]}, "expect": "hit"},
+     "probe": {"messages": [SYS, U("周末去杭州玩3天，预算5000以内，帮我排个行程！")]}, "expect": "hit"},
     {"id": "h1", "lang": "zh", "category": "constraint_change",
      "cached": [{"messages": [SYS, U(TRIP)], "answer": PLAN}],
      "probe": {"messages": [SYS, U(TRIP), A(PLAN), U("预算提高到一万")]}, "expect": "half_hit"},
@@ -68,7 +68,7 @@ def test_scoring_follows_cases_md(cases):
     result = score(loaded, outcomes)["overall"]
     # 1 of 1 positives hit; 1 false hit (h1 served) over 3 negatives; 2 served, 1 correct.
     bounds = {k: result.pop(k) for k in ("hit_recall_lower95", "false_hit_rate_upper95")}
-    assert result == {"n": 4, "hits": 1, "false_hits": 1, "hit_recall": 1.0, "false_hit_rate": 1 / 3,
+    assert result == {"n": 4, "positives": 1, "hits": 1, "false_hits": 1, "hit_recall": 1.0, "false_hit_rate": 1 / 3,
                       "precision_at_hit": 0.5, "zone_accuracy": 0.5}
     # Wilson lower bound of 1 of 1, Clopper-Pearson upper bound of 1 of 3 (one-sided 95 %).
     assert bounds == {"hit_recall_lower95": pytest.approx(0.2699, abs=1e-3),
@@ -134,6 +134,10 @@ def test_competing_cases_share_one_session_or_the_global_pool(cases, encoder):
         report = evaluate([system], ordered, competing=where)
         by = report["systems"]["smartcache"]["by_category"]
         assert by["paraphrase"]["hits"] == 1, where
-        assert report["systems"]["smartcache"]["overall"]["false_hits"] == 0, where
+        # In the global pool the scoping case's probe meets p1's and h1's entries, the same
+        # question with the same answer: served, and counted false by labels written for one
+        # case at a time. A competing run's false hits are an upper bound for that reason.
+        assert by["cross_session"]["false_hits"] == (where == "global"), where
+        assert report["systems"]["smartcache"]["overall"]["false_hits"] == (where == "global"), where
     with pytest.raises(ValueError):
         compete(ordered, "everywhere")

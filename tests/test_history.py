@@ -209,22 +209,26 @@ def test_a_changed_opening_fact_is_a_veto_though_the_request_names_none_of_it():
     assert "turn 1 (user)" in found.veto.detail and "14" in found.veto.detail
 
 
-def test_an_aside_tied_to_nothing_shared_is_not_vouched_for():
-    """Two different anecdotes and a last turn that names its subject but ties to none of the
-    shared turns: no veto (it may be an aside), but not the same history either; the verifier
-    decides. Changed just before a turn that names nothing of its own, the anecdote is that
-    turn's latest exchange, and the two requests differ (``referent_changed``)."""
+def test_an_aside_is_skipped_but_a_changed_latest_request_is_not():
+    """Two different anecdotes answered in a word ("That sounds loud!") before the last turn: an
+    aside, whatever the last turn names, so no veto. Two different requests there instead are
+    the latest exchange, which is never vouched for as an aside, and under a turn that names
+    nothing of its own they are a veto (``referent_changed``)."""
     def sig(text, aside, reply):
         return Signature.from_json({**_sig(text), "turns": [t.to_json() for t in records(
             "I want to learn the guitar", "Great, acoustic or electric?", aside, reply)]})
     drums, rain = ("haha my neighbour plays drums all night", "That sounds loud!"), \
         ("ugh it's been raining for days", "Sorry to hear that!")
-    named = "which guitar do you recommend for beginners?"
-    found = history.weigh(sig(named, *drums), sig(named, *rain))
-    assert found.veto is None and not found.equivalent and all(r.code == "aside_changed" for r in found.signals)
+    named, bare = "which guitar do you recommend for beginners?", "which one do you recommend for beginners?"
+    for text in (named, bare):
+        found = history.weigh(sig(text, *drums), sig(text, *rain))
+        assert found.veto is None and all(r.code == "aside_changed" for r in found.signals)
+    piano = ("what about the piano, is it easier?", "The piano is easier to start: notes are laid out in a row.")
+    drum_kit = ("and drums, are they easier?", "Drums take coordination; most beginners find them harder.")
+    found = history.weigh(sig(named, *piano), sig(named, *drum_kit))
+    assert found.veto is None and not found.equivalent
     assert any("in the latest exchange" in r.detail for r in found.signals)
-    bare = "which one do you recommend for beginners?"
-    assert history.weigh(sig(bare, *drums), sig(bare, *rain)).veto.code == "referent_changed"
+    assert history.weigh(sig(bare, *piano), sig(bare, *drum_kit)).veto.code == "referent_changed"
 
 
 def _sig(text: str) -> dict:

@@ -59,8 +59,9 @@ def test_paraphrase_next_to_a_minimal_pair_hits_on_the_rules_only_path(make_cach
 def test_the_verifier_serves_most_seed_paraphrases_and_no_trap(cache):
     """On the verifier path every trap above is a miss (test_minimal_pair_is_never_a_hit and the
     seed traps), and the paraphrases beside them are served at the calibrated operating point
-    with a recall floor: 11 of the 15 hit when this was written (the four misses are in the
-    README); fewer than 10 is a regression."""
+    with a recall floor. 11 of the 15 hit when this was written; since issue 27 the verifier is
+    calibrated with thousands of competing entries and without the global-pool shortcut, and 6
+    hit (docs/eval/wrong-answers.md): fewer than 6 is a regression."""
     from test_seed_traps import PARAPHRASES as SEED
     from test_seed_traps import SYSTEM as SEED_SYSTEM
 
@@ -70,4 +71,4 @@ def test_the_verifier_serves_most_seed_paraphrases_and_no_trap(cache):
         remember(cache, [system, U(cached)], f"answer {i}", session=f"p{i}")
         decision = cache.lookup([system, U(probe)], session=f"p{i}")
         served += decision.zone is Zone.HIT and decision.answer == f"answer {i}"
-    assert served >= 10, f"{served} of {len(pairs)} paraphrases served"
+    assert served >= 6, f"{served} of {len(pairs)} paraphrases served"

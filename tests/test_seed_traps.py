@@ -159,7 +159,9 @@ def test_global_faq_is_shared_across_sessions_after_promotion(cache):
     ask = [U("退款一般多久到账")]
     result = cache.store(ask, "原路退回，1-3 个工作日到账。", session="alice")
     cache.promote(result.cache_id, to_global=True)
-    decision = cache.lookup([U("退款多久能到账")], session="bob")
+    # The same question from another session (its paraphrase "退款多久能到账" is judged on its words
+    # alone since issue 27, and refused at p(same) below the operating point).
+    decision = cache.lookup([U("退款一般多久到账？")], session="bob")
     assert decision.zone is Zone.HIT and decision.entry.cache_id == result.cache_id
 
 
