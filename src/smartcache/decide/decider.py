@@ -222,8 +222,8 @@ class Decider:
             # they are evidence, whose precision on public pairs is below a veto's.
             against = sorted({r.code.value for r in e.signals if r.code is not R.ASIDE_CHANGED})
             outweighed = f"; the verifier outweighed {', '.join(against)} (evidence, not vetoes)" if against else ""
-            why = (Reason(R.EXACT_MATCH, f"the same request and history, word for word; verifier p(same) {p:.3f}",
-                          e.entry.cache_id) if word_for_word else
+            why = (Reason(R.EXACT_MATCH, f"the same request and history, word for word; verifier p(same) "
+                                         f"{p:.3f}{read(i)}", e.entry.cache_id) if word_for_word else
                    Reason(R.SEMANTIC_MATCH, f"verifier p(same) {p:.3f} >= {needed:.3f}{read(i)}; turn cosine "
                                             f"{e.turn:.3f}{outweighed}", e.entry.cache_id),) + e.signals
             problems = self._validate(fp, e.entry)
