@@ -85,10 +85,13 @@ competing: benchmark
 
 streams: $(STAMP)
 	$(PY) scripts/build_streams.py --out build/streams --seed 0
-	for s in paraphrase-zh paraphrase-en nearmiss-zh nearmiss-en tenants-zh tenants-en multiturn; do \
+	for s in paraphrase-zh paraphrase-en nearmiss-zh nearmiss-en tenants-zh tenants-en; do \
 	  $(VENV)/bin/smartcache replay --stream build/streams/$$s.jsonl \
 	    --systems smartcache@global,smartcache@session,exact,cosine@0.95,cosine@0.99 \
 	    --json build/stream-$$s.json --report docs/eval/streams/$$s.md || exit 1; done
+	$(VENV)/bin/smartcache replay --stream build/streams/multiturn.jsonl \
+	  --systems smartcache,smartcache@global,smartcache@session,exact,cosine@0.95,cosine@0.99 \
+	  --json build/stream-multiturn.json --report docs/eval/streams/multiturn.md
 
 calibrate: $(STAMP)
 	$(VENV)/bin/smartcache calibrate --out docs/calibration

@@ -108,8 +108,9 @@ def test_a_session_entry_never_reaches_another_session(result):
     assert by_scope["session/other_session"] == {"served": 0, "asked": result["attack_requests"]}
 
 
-@pytest.mark.xfail(strict=True, reason="the decision serves appended instructions (and so the hidden ones, now "
-                                       "read as plain text): docs/reliability.md, Crafted near-duplicates")
+@pytest.mark.xfail(strict=True, reason="appended instructions are refused since issue 27, but a constraint added "
+                                       "as a statement ('…? I live in Canada.') is still served: docs/reliability.md, "
+                                       "Crafted near-duplicates")
 def test_no_poisoned_answer_is_served(result):
     assert result["poisoned_served"]["total"] == 0, {
         kind: result["served_examples"].get(kind, [])[:1] for kind in probe.KINDS}
