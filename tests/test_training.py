@@ -153,3 +153,28 @@ def test_the_cross_encoder_pipeline_end_to_end_on_a_tiny_harvest(tmp_path, rules
     model = TreeVerifier.load(tmp_path / "cross.json", features=FEATURES + CROSS)
     assert report["cross_encoder"] and "cross_encoder_alone" in report and model.meta["points_on"] == "held_out"
     assert "The cross-encoder alone" in (tmp_path / "report" / "training.md").read_text(encoding="utf-8")
+
+
+def test_a_pool_of_traffic_judges_each_request_against_every_earlier_answer(rules_only):
+    """Issue 27: a request's rows are its candidates among all answers stored before it; a row
+    is same when the candidate was stored from a request with the same answer key, and a
+    request is an expected hit when its key was stored before it."""
+    from smartcache.eval.training import harvest_pool
+    texts = [("How do I reset my password?", "k0"), ("How do I change my email address?", "k1"),
+             ("How can I reset my password?", "k0"), ("How do I delete my account?", "k2")]
+    requests = [{"id": f"r{i}", "session": "pool", "lang": "en", "messages": [U(t)], "answer_key": k}
+                for i, (t, k) in enumerate(texts)]
+    h = harvest_pool(requests, "tiny-pool", rules_only)
+    assert [c["expect"] for c in h.cases] == ["miss", "miss", "hit", "miss"]
+    x, y, case, target = h.arrays()
+    # The paraphrase's candidates include its twin, labelled same; nothing else is.
+    assert set(case.tolist()) <= {1, 2, 3}
+    assert [bool(t) for t, c in zip(target, case) if c == 2].count(True) == 1
+    assert not any(t for t, c in zip(target, case) if c != 2)
+    assert all((lbl == SAME) == bool(t) for lbl, t in zip(y.tolist(), target))
+
+
+def test_row_weights_count_each_request_once():
+    from smartcache.eval.training import row_weights
+    w = row_weights(np.asarray(["qqp"] * 5), np.asarray([0, 0, 0, 0, 1]))
+    assert w[:4].sum() == pytest.approx(w[4])

@@ -83,9 +83,9 @@ _INDEX = {name: i for i, name in enumerate(FEATURES)}
 _NEGATORS = frozenset("别 不 没 勿 禁 无 未 非 莫 甭 not don't dont never no without avoid "
                       "shouldn't can't cannot won't doesn't isn't aren't".split())
 # Rule codes that are hard vetoes. Everything else the rules say is a signal for the verifier.
-HARD_VETOES = frozenset({R.QUANTITY_CHANGE, R.INTENT_REVERSAL, R.APPENDED_INSTRUCTION, R.OPPOSITE_ACTIONS, R.DIRECTION_REVERSED, R.PARTS_EXCHANGED,
-                         R.CONTEXT_DEPENDENT, R.REPLY_TARGET_CHANGED, R.REFERENT_CHANGED, R.HISTORY_FACT_CHANGED,
-                         R.HISTORY_UNSEEN})
+HARD_VETOES = frozenset({R.QUANTITY_CHANGE, R.INTENT_REVERSAL, R.APPENDED_INSTRUCTION, R.OPPOSITE_ACTIONS,
+                         R.DIRECTION_REVERSED, R.PARTS_EXCHANGED, R.CONTEXT_DEPENDENT, R.REPLY_TARGET_CHANGED,
+                         R.REFERENT_CHANGED, R.HISTORY_FACT_CHANGED, R.HISTORY_UNSEEN})
 # A route: which end it starts from is its meaning. "A or B", "A vs B" are symmetric and stay evidence.
 _FROM = re.compile(r"从|\bfrom\s", re.I)
 
