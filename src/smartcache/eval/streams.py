@@ -100,11 +100,14 @@ def load_stream(path: str | Path) -> list[StreamRequest]:
 
 @dataclass(frozen=True)
 class Served:
-    """What a system did with a request: the cached answer's key when it served one."""
+    """What a system did with a request: the cached answer's key when it served one.
+    ``checks``: engine calls the system made for itself beside the request's own (a served
+    answer checked against a fresh one); they cost what a miss costs and are counted apart."""
 
     hit: bool
     served_key: str | None = None
     reason: str = ""
+    checks: int = 0
 
 
 class StreamSystem(Protocol):
@@ -238,6 +241,7 @@ class StreamTally:
 
     def add(self, served: Served, correct: bool) -> None:
         self.n += 1
+        self.checks += served.checks
         if served.hit:
             self.hits += 1
             self.wrong += not correct
