@@ -22,7 +22,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     source.add_argument("--cases", help="benchmark cases (CASES.md); their probes carry labels")
     source.add_argument("--stream", help="a traffic stream (STREAMS.md): every system replays it from an empty cache")
     parser.add_argument("--systems", default="smartcache,smartcache@global,smartcache@session,exact,cosine@0.95",
-                        help="with --stream: smartcache[@global|@session], exact, cosine@T (comma-separated)")
+                        help="with --stream: smartcache[@global|@session], exact, cosine@T, vcache@D "
+                             "(vCache with error bound D; comma-separated)")
     parser.add_argument("--promote-window", action="store_true",
                         help="with --stream: answers wait out the promotion window on the stream's clock "
                              "(default: promoted as soon as stored)")
@@ -77,8 +78,11 @@ def make_stream_systems(names: list[str], config, encoder, *, promote_at_once: b
             out.append(st.ExactStream())
         elif name.startswith("cosine@"):
             out.append(st.CosineStream(encoder, float(name.partition("@")[2])))
+        elif name.startswith("vcache@"):
+            from smartcache.eval.vcache import VCacheStream
+            out.append(VCacheStream(encoder, float(name.partition("@")[2])))
         else:
-            raise ValueError(f"unknown system {name!r}: smartcache[@global|@session], exact, cosine@T")
+            raise ValueError(f"unknown system {name!r}: smartcache[@global|@session], exact, cosine@T, vcache@D")
     return out
 
 
