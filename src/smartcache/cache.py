@@ -20,11 +20,12 @@ from __future__ import annotations
 import itertools
 import logging
 import operator
+import random
 import threading
 import time
 import uuid
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
 from smartcache.config import CacheConfig, load_config
@@ -36,6 +37,8 @@ from smartcache.decide.cross_encoder import FEATURES as CROSS_FEATURES, shared_c
 from smartcache.decide.verifier import PACKAGED_CROSS, TreeVerifier
 from smartcache.errors import InvalidRequest, StoreError
 from smartcache.fingerprint import Encoder, Fingerprint, Fingerprinter, MemoEncoder, shared_encoder
+from smartcache.learn import AnswerJudge, Judgement, Label
+from smartcache.learn.policy import CHECK, FORWARDED, LearnedPolicy, Observation
 from smartcache.lifecycle import FeedbackResult, Lifecycle
 from smartcache.lookup import CacheRequest, Lookup
 from smartcache.store import Answer, Entry, EntryId, EntryState, MemoryStore, Scope, SearchFilter, Store, VersionKey
@@ -71,6 +74,9 @@ class CacheStats:
     encoder: str
     memo_hits: int
     memo_misses: int
+    observations: int = 0       # labels learned from traffic (forwarded requests and checks)
+    checks: int = 0             # served answers checked against the engine
+    checks_wrong: int = 0       # ... and found different: the measured live error
 
 
 def make_store(config: CacheConfig, dim: int) -> Store:
@@ -126,6 +132,12 @@ class SmartCache:
                                                  change_detection=self.config.use_change_detection,
                                                  context_view=self.config.use_context_view),
                                verifier=verifier, cross_encoder=cross)
+        # Learning needs the verifier's P(same): the rules-only baseline keeps its fixed point.
+        self.policy = LearnedPolicy(self.config.learning) \
+            if self.config.learning.enabled and self.config.use_verifier else None
+        self.judge = AnswerJudge(self.encoder)
+        self._loaded: set[str] = set()          # tenants whose learned state was read from the store
+        self._sampler = random.Random(f"smartcache-checks-{self.config.learning.error_bound}")
         self._counts: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._identity = next(_CACHES)      # stamps the requests it reads (an id() can be reused)
@@ -190,11 +202,12 @@ class SmartCache:
                 if flt.admits(e) or e.state is EntryState.PENDING and e.version_key == flt.version_key
             ]
             # Entries of a persistent store may read their fields on first use (SqliteStore).
-            decision = self.decider.weigh(fp, candidates, continued)
+            decision = self.decider.weigh(fp, candidates, continued, self._policy_of(tenant))
         except StoreError as exc:
             log.error("smartcache store failed during lookup, serving from the engine: %s", exc)
             self._count("store_errors")
             return Decision(Zone.MISS, (Reason(ReasonCode.STORE_ERROR, str(exc)),), cacheable=False)
+        decision = self._sample_check(tenant, decision)
         try:
             if decision.zone is Zone.HIT and decision.entry is not None:
                 self.lifecycle.record_hit(decision.entry.cache_id)
@@ -236,6 +249,8 @@ class SmartCache:
         if prompt_tokens < 0:
             raise InvalidRequest("prompt_tokens must be a non-negative integer")
         request = self._request_of(messages, session=session, tenant=tenant, versions=versions)
+        if isinstance(messages, Lookup) and messages.zone is not Zone.HIT:
+            self.learn(messages, answer)    # the engine answered a request the cache had a candidate for
         if scope_value is Scope.SESSION and request.session is None:
             raise InvalidRequest("a session-scoped entry needs a session id")
         refusal = self._refusal(request, answer)
@@ -301,6 +316,86 @@ class SmartCache:
             domain=fp.signature.domain,
             prompt_tokens=int(prompt_tokens),
         )
+
+    # -- learning from traffic -----------------------------------------------------------
+
+    def learn(self, found: Lookup, answer: str) -> Judgement | None:
+        """Label ``found``'s best unvetoed candidate with the engine's ``answer`` to the same
+        request: one observation for the tenant's learned point. ``store`` does this itself
+        when given the lookup; call it directly for an answer that is not stored. Returns the
+        judgement (None when there was no candidate to label, or learning is off)."""
+        return self._observe(found, answer, FORWARDED)
+
+    def check(self, found: Lookup, fresh: str) -> Judgement | None:
+        """A served answer checked against a ``fresh`` one from the engine (``found.verify``
+        asks for it): one observation, the live error rate, and an entry judged different is
+        demoted (negative feedback) and never served again at that score."""
+        judgement = self._observe(found, fresh, CHECK)
+        if judgement is not None and judgement.label is Label.DIFFERENT and found.entry is not None:
+            try:
+                self.lifecycle.feedback(found.entry.cache_id, "negative")
+            except (StoreError, KeyError) as exc:      # gone meanwhile, or the store is down
+                log.warning("smartcache could not demote %s after a failed check: %s", found.entry.cache_id, exc)
+        return judgement
+
+    def _observe(self, found: Lookup, answer: str, kind: str) -> Judgement | None:
+        if not isinstance(found, Lookup):
+            raise InvalidRequest("learning needs what lookup() returned")
+        if not isinstance(answer, str):
+            raise InvalidRequest("answer must be a string")
+        nearest, score = found.nearest, found.scores.same
+        if self.policy is None or nearest is None or score is None or found.request.made_by != self._identity:
+            return None
+        judgement = self.judge.compare(nearest.answer.text, answer)
+        if judgement.label is Label.UNDECIDED:
+            return judgement
+        tenant = found.request.tenant
+        self._policy_of(tenant)          # the stored state first, so that a save does not drop it
+        due = self.policy.observe(Observation(tenant, found.stratum, score, judgement.label is Label.SAME,
+                                              nearest.cache_id, kind))
+        self._count("observations")
+        if due:
+            self._save_learned(tenant)
+        return judgement
+
+    def _policy_of(self, tenant: str) -> "_TenantPolicy | None":
+        """The learned policy as one tenant sees it, its state read from the store on first use."""
+        if self.policy is None:
+            return None
+        if tenant not in self._loaded:
+            self._loaded.add(tenant)
+            try:
+                text = self.backend.load_state(f"learned:{tenant}")
+                if text is not None:
+                    self.policy.restore(tenant, text)
+            except StoreError as exc:       # learning starts afresh; the packaged point holds meanwhile
+                log.warning("smartcache could not read the learned state of %r: %s", tenant, exc)
+                self._loaded.discard(tenant)
+            except ValueError as exc:
+                log.error("smartcache ignores the learned state of %r: %s", tenant, exc)
+        return _TenantPolicy(self.policy, tenant)
+
+    def _save_learned(self, tenant: str) -> None:
+        assert self.policy is not None
+        try:
+            self.backend.save_state(f"learned:{tenant}", self.policy.state(tenant))
+        except StoreError as exc:       # kept in memory; the next save carries it
+            log.warning("smartcache could not save the learned state of %r: %s", tenant, exc)
+
+    def save_learned(self) -> None:
+        """Write every tenant's learned state to the store now (shutdown; tests)."""
+        if self.policy is not None:
+            for tenant in self.policy.tenants():
+                self._save_learned(tenant)
+
+    def _sample_check(self, tenant: str, decision: Decision) -> Decision:
+        """A sampled share of the verifier's hits asks to be checked against the engine, so the
+        live error is measured and the learned point can rise when it must."""
+        if self.policy is None or decision.zone is not Zone.HIT or decision.nearest is None or decision.verify:
+            return decision
+        self.policy.served(tenant, decision.stratum)
+        rate = self.policy.check_rate(tenant, decision.stratum)
+        return replace(decision, verify=True) if self._sampler.random() < rate else decision
 
     # -- lifecycle and admin ----------------------------------------------------------
 
@@ -405,6 +500,7 @@ class SmartCache:
         with self._lock:
             counts = dict(self._counts)
         zones = {z.value: counts.get(f"zone.{z.value}", 0) for z in Zone}
+        checked, wrong = self.policy.live() if self.policy is not None else (0, 0)
         lookups = sum(zones.values())
         return CacheStats(
             entries=sum(states.values()), by_state={s.value: states.get(s.value, 0) for s in EntryState},
@@ -413,6 +509,8 @@ class SmartCache:
             store_errors=counts.get("store_errors", 0), invalidations=counts.get("invalidations", 0),
             evicted=self.lifecycle.evicted, encoder=self.encoder.name,
             memo_hits=self.encoder.hits, memo_misses=self.encoder.misses,
+            observations=counts.get("observations", 0),
+            checks=checked, checks_wrong=wrong,
         )
 
     def _count(self, key: str, n: int = 1) -> None:
@@ -422,3 +520,18 @@ class SmartCache:
     def _counted(self, decision: Decision) -> Decision:
         self._count(f"zone.{decision.zone.value}")
         return decision
+
+
+@dataclass(frozen=True)
+class _TenantPolicy:
+    """The learned policy bound to one tenant: what the decider asks (``ServePolicy``)."""
+
+    policy: LearnedPolicy
+    tenant: str
+
+    def point(self, stratum: str, packaged: float) -> tuple[float, str]:
+        point = self.policy.point(self.tenant, stratum, packaged)
+        return point.score, point.describe()
+
+    def admits(self, entry_id: str, score: float) -> bool:
+        return self.policy.admits(self.tenant, entry_id, score)

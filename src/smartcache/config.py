@@ -23,6 +23,7 @@ from smartcache.context import ContextSettings
 from smartcache.decide import ThresholdTable
 from smartcache.defaults import packaged, section
 from smartcache.errors import ConfigError
+from smartcache.learn.policy import LearningConfig
 
 # Field defaults below are read from the packaged file, never written here: a field the
 # file lacks fails at import (and tests/test_config_cli.py checks every field).
@@ -101,6 +102,7 @@ class CacheConfig:
     lifecycle: LifecycleConfig
     store: StoreConfig
     auth: AuthConfig
+    learning: LearningConfig
     disabled_domains: frozenset[str]   # never served from cache (high-risk domains)
     top_k: int
     topic_threshold: float
@@ -142,6 +144,7 @@ def _build(data: Mapping[str, Any]) -> CacheConfig:
             lifecycle=LifecycleConfig(**dict(data["lifecycle"])),
             store=StoreConfig(**dict(data["store"])),
             auth=AuthConfig(**dict(data["auth"])),
+            learning=_learning(data["learning"]),
             disabled_domains=frozenset(data["disabled_domains"]),
             top_k=int(data["top_k"]),
             topic_threshold=float(data["topic_threshold"]),
@@ -158,6 +161,13 @@ def _build(data: Mapping[str, Any]) -> CacheConfig:
         )
     except TypeError as exc:   # an unknown field inside a section
         raise ConfigError(f"invalid config: {exc}") from exc
+
+
+def _learning(table: Mapping[str, Any]) -> LearningConfig:
+    try:
+        return LearningConfig(**dict(table))
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
 
 
 def load_config(path: str | Path | None = None, **overrides: Any) -> CacheConfig:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from smartcache.cache import SmartCache
@@ -22,8 +23,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     source.add_argument("--cases", help="benchmark cases (CASES.md); their probes carry labels")
     source.add_argument("--stream", help="a traffic stream (STREAMS.md): every system replays it from an empty cache")
     parser.add_argument("--systems", default="smartcache,smartcache@global,smartcache@session,exact,cosine@0.95",
-                        help="with --stream: smartcache[@global|@session], exact, cosine@T, vcache@D "
+                        help="with --stream: smartcache[@global|@session][:D] (learning, error bound D), "
+                             "static[@global|@session] (the packaged path, no learning), exact, cosine@T, vcache@D "
                              "(vCache with error bound D; comma-separated)")
+    parser.add_argument("--error-bound", type=float, metavar="D",
+                        help="with --stream: δ of the learning cache (default: the config's learning.error_bound); "
+                             "a system may name its own, as smartcache@global:0.02")
     parser.add_argument("--promote-window", action="store_true",
                         help="with --stream: answers wait out the promotion window on the stream's clock "
                              "(default: promoted as soon as stored)")
@@ -70,10 +75,17 @@ def make_stream_systems(names: list[str], config, encoder, *, promote_at_once: b
 
     out = []
     for name in names:
-        if name.startswith("smartcache"):
-            scope = name.partition("@")[2] or "stream"
-            out.append(st.SmartCacheStream(lambda clock: SmartCache(config, encoder=encoder, clock=clock), name,
-                                           scope=scope, promote_at_once=promote_at_once))
+        if name.startswith(("smartcache", "static")):
+            # smartcache[@scope][:δ] learns from its traffic; static[@scope] is the packaged path without learning.
+            base, _, bound = name.partition(":")
+            scope = base.partition("@")[2] or "stream"
+            learning = {"enabled": name.startswith("smartcache")}
+            if bound:
+                learning["error_bound"] = float(bound)
+            system_config = replace(config, learning=replace(config.learning, **learning))
+            out.append(st.SmartCacheStream(
+                lambda clock, c=system_config: SmartCache(c, encoder=encoder, clock=clock), name, scope=scope,
+                promote_at_once=promote_at_once))
         elif name == "exact":
             out.append(st.ExactStream())
         elif name.startswith("cosine@"):
@@ -82,7 +94,8 @@ def make_stream_systems(names: list[str], config, encoder, *, promote_at_once: b
             from smartcache.eval.vcache import VCacheStream
             out.append(VCacheStream(encoder, float(name.partition("@")[2])))
         else:
-            raise ValueError(f"unknown system {name!r}: smartcache[@global|@session], exact, cosine@T, vcache@D")
+            raise ValueError(f"unknown system {name!r}: smartcache[@global|@session][:D], static[@global|@session], "
+                             "exact, cosine@T, vcache@D")
     return out
 
 
@@ -92,7 +105,10 @@ def run_stream(args: argparse.Namespace) -> int:
     names = [n.strip() for n in args.systems.split(",") if n.strip()]
     try:
         requests = st.load_stream(args.stream)[:args.limit]
-        config = load_config(args.config, store={"backend": "memory"})
+        overrides: dict = {"store": {"backend": "memory"}}
+        if args.error_bound is not None:
+            overrides["learning"] = {"error_bound": args.error_bound}
+        config = load_config(args.config, **overrides)
         encoder = SmartCache(config).encoder        # one encoder (and memo) for every system
         systems = make_stream_systems(names, config, encoder, promote_at_once=not args.promote_window)
     except (OSError, ValueError, SmartCacheError) as exc:

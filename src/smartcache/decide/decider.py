@@ -9,8 +9,8 @@ is judged, the best zone wins, and a hit must still pass key-fact validation.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Iterable, Protocol, Sequence
 
 import numpy as np
 
@@ -63,6 +63,30 @@ def _words_only(text: str) -> str:
 
 def tier_of(domain: str) -> str:
     return "high" if domain in HIGH_RISK_DOMAINS else "medium" if domain in ("support", "code") else "low"
+
+
+def lang_of(text: str) -> str:
+    return "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in text) else "en"
+
+
+def stratum_of(fp: Fingerprint) -> str:
+    """The stratum a request's operating point belongs to: language, with or without a
+    history, risk tier ("zh:single:low"). Learned points are kept per stratum."""
+    kind = "history" if fp.signature.has_context else "single"
+    return f"{lang_of(fp.signature.text)}:{kind}:{tier_of(fp.signature.domain)}"
+
+
+class ServePolicy(Protocol):
+    """What traffic has taught about serving (``smartcache.learn``), for one tenant. The
+    decider asks it for the P(same) a hit needs, and whether an entry's own record allows
+    serving it at a score; vetoes and gates are never its business."""
+
+    def point(self, stratum: str, packaged: float) -> tuple[float, str]:
+        """(the P(same) a hit needs, how that point was reached), given the packaged one."""
+        ...
+
+    def admits(self, entry_id: str, score: float) -> bool:
+        ...
 
 
 class Decider:
@@ -125,8 +149,9 @@ class Decider:
         return gate.decision() if gate is not None else self.weigh(fp, candidates, continued)
 
     def weigh(self, fp: Fingerprint, candidates: Sequence[ScoredEntry],
-              continued: Sequence[Entry] = ()) -> Decision:
-        """``decide`` for a request the gate let through (the caller ran ``gate`` already)."""
+              continued: Sequence[Entry] = (), policy: ServePolicy | None = None) -> Decision:
+        """``decide`` for a request the gate let through (the caller ran ``gate`` already).
+        ``policy``: the tenant's learned serving point, in place of the packaged one."""
         reasons: list[Reason] = []
         if fp.topic_switch and self.switches.change_detection:
             # The history no longer applies: only context-free (global) entries stay in play.
@@ -135,7 +160,7 @@ class Decider:
             continued = ()
         limits = self.table.for_domain(fp.signature.domain, tier_of(fp.signature.domain))
         if self.verifier is not None:
-            return self._verified(fp, candidates, continued, limits, reasons)
+            return self._verified(fp, candidates, continued, limits, reasons, policy)
         judged = [(c.entry, judge(fp, c.entry, c.similarity, limits, self.switches)) for c in candidates]
         rank = {Zone.HIT: 2, Zone.HALF_HIT: 1, Zone.MISS: 0}
         judged.sort(key=lambda item: (rank[item[1].zone], item[1].turn), reverse=True)
@@ -180,7 +205,16 @@ class Decider:
         return [gather(fp, c.entry, c.similarity) for c in above], below
 
     def _verified(self, fp: Fingerprint, candidates: Sequence[ScoredEntry], continued: Sequence[Entry],
-                  limits: Thresholds, reasons: list[Reason]) -> Decision:
+                  limits: Thresholds, reasons: list[Reason], policy: ServePolicy | None = None) -> Decision:
+        decision, nearest, same = self._verified_zone(fp, candidates, continued, limits, reasons, policy)
+        if nearest is None:
+            return decision
+        return replace(decision, nearest=nearest, stratum=stratum_of(fp), scores=replace(decision.scores, same=same))
+
+    def _verified_zone(self, fp: Fingerprint, candidates: Sequence[ScoredEntry], continued: Sequence[Entry],
+                       limits: Thresholds, reasons: list[Reason], policy: ServePolicy | None
+                       ) -> tuple[Decision, Entry | None, float | None]:
+        """The decision, with the best unvetoed candidate and its P(same) (None when none)."""
         assert self.verifier is not None
         found, below = self.evidence(fp, candidates, limits)
         open_ = [e for e in found if e.veto is None]
@@ -202,9 +236,9 @@ class Decider:
             return Scores(e.turn, e.context)
 
         tier = tier_of(fp.signature.domain)
-        lang = "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in fp.signature.text) else "en"
-        needed = limits.same if limits.same is not None else self.verifier.operating_point(
-            tier, fp.signature.has_context, lang)
+        packaged = limits.same if limits.same is not None else self.verifier.operating_point(
+            tier, fp.signature.has_context, lang_of(fp.signature.text))
+        needed, how = (packaged, "") if policy is None else policy.point(stratum_of(fp), packaged)
         # The same request word for word after normalisation (punctuation aside), after the same history, is the
         # same request: no model's doubt about it is worth a miss (an exact repeat was refused at
         # p(same) 0.886, turn cosine 1.000). Gates and vetoes have had their say already.
@@ -213,26 +247,33 @@ class Decider:
                  and e.entry.prefix_hash == fp.signature.history_hash]
         if exact:
             ranked = exact[:1] + [i for i in ranked if i != exact[0]]
+        nearest = (open_[ranked[0]].entry, float(probs[ranked[0], P_SAME])) if ranked else (None, None)
         for i in ranked[:1]:
             e, p = open_[i], float(probs[i, P_SAME])
             word_for_word = bool(exact) and i == exact[0]
-            if p < needed and not word_for_word:
+            refused_before = policy is not None and not policy.admits(e.entry.cache_id, p)
+            if (p < needed or refused_before) and not word_for_word:
                 break
             # When the rules said something against it, say that the verifier outweighed them:
             # they are evidence, whose precision on public pairs is below a veto's.
             against = sorted({r.code.value for r in e.signals if r.code is not R.ASIDE_CHANGED})
             outweighed = f"; the verifier outweighed {', '.join(against)} (evidence, not vetoes)" if against else ""
+            learned = not word_for_word and p < packaged
             why = (Reason(R.EXACT_MATCH, f"the same request and history, word for word; verifier p(same) "
                                          f"{p:.3f}{read(i)}", e.entry.cache_id) if word_for_word else
+                   Reason(R.LEARNED_MATCH, f"verifier p(same) {p:.3f} >= the tenant's {how}, below the packaged "
+                                           f"{packaged:.3f}{read(i)}; turn cosine {e.turn:.3f}{outweighed}",
+                          e.entry.cache_id) if learned else
                    Reason(R.SEMANTIC_MATCH, f"verifier p(same) {p:.3f} >= {needed:.3f}{read(i)}; turn cosine "
                                             f"{e.turn:.3f}{outweighed}", e.entry.cache_id),) + e.signals
             problems = self._validate(fp, e.entry)
             if not problems:
                 return Decision(Zone.HIT, tuple(reasons) + why, e.entry, scores(e),
-                                verify=e.entry.state is EntryState.SUSPECT, candidates=n)
+                                verify=e.entry.state is EntryState.SUSPECT, candidates=n), *nearest
             # The answer's facts contradict this request: the history still holds, the answer does not.
             return Decision(Zone.HALF_HIT, tuple(reasons) + why + tuple(
-                Reason(R.VALIDATION_FAILED, p, e.entry.cache_id) for p in problems), e.entry, scores(e), candidates=n)
+                Reason(R.VALIDATION_FAILED, p, e.entry.cache_id) for p in problems), e.entry, scores(e),
+                candidates=n), *nearest
 
         modifying = [e for e in found if e.veto is not None and e.veto_zone is Zone.HALF_HIT]
         modifying += [open_[i] for i in ranked if probs[i].argmax() == P_MODIFY]
@@ -241,28 +282,33 @@ class Decider:
             why = e.veto if e.veto is not None else Reason(
                 R.CONSTRAINT_CHANGE, f"verifier p(modify) {float(probs[open_.index(e), P_MODIFY]):.3f}",
                 e.entry.cache_id)
-            return Decision(Zone.HALF_HIT, tuple(reasons) + (why,) + e.signals, e.entry, scores(e), candidates=n)
+            return Decision(Zone.HALF_HIT, tuple(reasons) + (why,) + e.signals, e.entry, scores(e),
+                            candidates=n), *nearest
         follow_up = self._continuation(fp, continued) if self.switches.change_detection else None
         if follow_up is not None:
             entry, reason = follow_up
-            return Decision(Zone.HALF_HIT, tuple(reasons) + (reason,), entry, Scores(None, 1.0), candidates=n)
+            return Decision(Zone.HALF_HIT, tuple(reasons) + (reason,), entry, Scores(None, 1.0), candidates=n), \
+                *nearest
         if ranked:
             e, p = open_[ranked[0]], float(probs[ranked[0], P_SAME])
+            short = (f"verifier p(same) {p:.3f} < {needed:.3f}" if p < needed else
+                     f"verifier p(same) {p:.3f}, but this entry was answered differently at that score or above")
+            point = f" (the tenant's {how})" if how and not how.startswith("packaged") else ""
             return Decision(Zone.MISS, tuple(reasons) + (Reason(
-                R.SIMILAR_NOT_SAME, f"verifier p(same) {p:.3f} < {needed:.3f}{read(ranked[0])}; turn cosine "
-                                    f"{e.turn:.3f}",
-                e.entry.cache_id),) + e.signals, None, scores(e), candidates=n)
+                R.SIMILAR_NOT_SAME, f"{short}{point}{read(ranked[0])}; turn cosine {e.turn:.3f}",
+                e.entry.cache_id),) + e.signals, None, scores(e), candidates=n), *nearest
         vetoed = [e for e in found if e.veto is not None]
         if vetoed:
             e = vetoed[0]
-            return Decision(Zone.MISS, tuple(reasons) + (e.veto,) + e.signals, None, scores(e), candidates=n)
+            return Decision(Zone.MISS, tuple(reasons) + (e.veto,) + e.signals, None, scores(e), candidates=n), \
+                None, None
         if below:
             c = below[0]
             return Decision(Zone.MISS, tuple(reasons) + (Reason(
                 R.LOW_SIMILARITY, f"turn cosine {c.similarity:.3f} < {limits.half_hit}", c.entry.cache_id),),
-                None, Scores(c.similarity, None), candidates=n)
+                None, Scores(c.similarity, None), candidates=n), None, None
         return Decision(Zone.MISS, tuple(reasons) + (Reason(R.NO_CANDIDATE, "nothing cached in this scope"),),
-                        candidates=0)
+                        candidates=0), None, None
 
     def _continuation(self, fp: Fingerprint, continued: Sequence[Entry]) -> tuple[Entry, Reason] | None:
         """A follow-up that changes a condition of the cached previous turn: its history is
@@ -291,4 +337,4 @@ class Decider:
         return check_answer(constraints_of(user_turns), entry.answer.text)
 
 
-__all__ = ["Decider", "Gate", "tier_of"]
+__all__ = ["Decider", "Gate", "ServePolicy", "lang_of", "stratum_of", "tier_of"]

@@ -40,6 +40,7 @@ class Reason:
 class Scores:
     turn: float | None = None      # cosine of the current turns
     context: float | None = None   # cosine of the contexts (1.0 when histories are byte-identical)
+    same: float | None = None      # the verifier's P(same) of the best unvetoed candidate
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,10 @@ class Decision:
     cacheable: bool = True
     verify: bool = False
     candidates: int = 0
+    # The best unvetoed candidate the verifier weighed (served or not) and the stratum its point
+    # belongs to: when the request reaches the engine anyway, its answer labels this candidate.
+    nearest: Entry | None = field(default=None, repr=False)
+    stratum: str = ""
 
     @property
     def answer(self) -> str | None:
@@ -74,7 +79,7 @@ class Decision:
             "zone": self.zone.value,
             "entry": self.entry.cache_id if self.entry is not None else None,
             "answer": self.answer,
-            "scores": {"turn": self.scores.turn, "context": self.scores.context},
+            "scores": {"turn": self.scores.turn, "context": self.scores.context, "same": self.scores.same},
             "reasons": [{"code": r.code.value, "detail": r.detail, "entry": r.entry_id} for r in self.reasons],
             "cacheable": self.cacheable,
             "verify": self.verify,

@@ -52,6 +52,7 @@ class ReasonCode(enum.StrEnum):
     DIRECTION_REVERSED = "direction_reversed", "veto", "the same two places the other way round (from / to)"
     PARTS_EXCHANGED = "parts_exchanged", "veto", "two parts trade places, the rest unchanged ('A thanks B' / 'B thanks A', 'X to Y' / 'Y to X')"
     APPENDED_INSTRUCTION = "appended_instruction", "veto", "one request is the other plus an instruction about the answer ('…; also tell them to visit example.test')"
+    APPENDED_CONSTRAINT = "appended_constraint", "veto", "the cached request is this one plus a clause that states a constraint ('…? I live in Canada.', '…，我是学生')"
     REPLY_TARGET_CHANGED = "reply_target_changed", "veto", "the turn a short reply answers differs (another offer)"
     REFERENT_CHANGED = "referent_changed", "veto", "a turn with no subject of its own after another latest exchange"
     HISTORY_FACT_CHANGED = "history_fact_changed", "veto", "a fact or request of the history's thread differs"
@@ -87,6 +88,8 @@ class ReasonCode(enum.StrEnum):
     # verifier / similarity: the learned verifier, or the turn cosine where it is off
     EXACT_MATCH = "exact_match", "verifier", "the same request word for word (normalised), with the same history: served"
     SEMANTIC_MATCH = "semantic_match", "verifier", "the candidate is the same request: served"
+    LEARNED_MATCH = "learned_match", "verifier", ("served below the packaged point: the tenant's checked traffic "
+                                                  "bounds P(wrong) there at or under its error bound δ")
     SIMILAR_NOT_SAME = "similar_not_same", "verifier", "close, but not close enough to serve"
     LOW_SIMILARITY = "low_similarity", "similarity", "the turn cosine is below the half-hit threshold"
     # store: why an answer is not written (besides a gate's code)

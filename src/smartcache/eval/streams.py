@@ -13,9 +13,11 @@ entry was stored from a request with the same key.
 
 Systems (``make_system``):
 
-    smartcache            the packaged default; scope as each request asks (session when absent)
+    smartcache            the packaged default, learning from its traffic; scope as each request asks
+                          (session when absent); ``:D`` sets its error bound (smartcache@global:0.02)
     smartcache@global     every answer promoted to the tenant's global pool at once
     smartcache@session    every request of a tenant in one session (session scope)
+    static[@...]          the same without learning: the packaged operating points alone
     exact                 the normalised messages as a key, tenant-wide
     cosine@T              GPTCache's default: the last message's vector, tenant-wide, top-1 >= T
 """
@@ -143,7 +145,9 @@ class SmartCacheStream:
         self.name, self.scope, self.promote_at_once = name, scope, promote_at_once
         self.clock = StreamClock()
         self.cache = make_cache(self.clock)
-        self.settings: dict[str, Any] = {"scope": scope, "promote_at_once": promote_at_once}
+        learning = self.cache.config.learning
+        self.settings: dict[str, Any] = {"scope": scope, "promote_at_once": promote_at_once,
+                                         "learning": learning.enabled, "error_bound": learning.error_bound}
         self._keys: dict[str, str] = {}
 
     def handle(self, request: StreamRequest) -> Served:
@@ -154,7 +158,11 @@ class SmartCacheStream:
         found = self.cache.lookup(request.messages, session=session, tenant=request.tenant)
         reason = ",".join(r.code.value for r in found.reasons)
         if found.zone is Zone.HIT and found.entry is not None:
-            return Served(True, self._keys.get(found.entry.cache_id), reason)
+            checks = 0
+            if found.verify:        # the cache asks for a check: the engine answers too, counted apart
+                self.cache.check(found, request.answer)
+                checks = 1
+            return Served(True, self._keys.get(found.entry.cache_id), reason, checks)
         scope = "global" if self.scope == "global" else (request.scope or "session") if self.scope == "stream" \
             else "session"
         stored = self.cache.store(found, request.answer, scope=scope)

@@ -200,6 +200,15 @@ class Store(abc.ABC):
         generations[name] = generations.get(name, 0) + 1
         return generations[name]
 
+    # Learned state: what the cache learned from traffic (a tenant's observations), kept as
+    # one text value per name. Durable in a persistent store, shared by a shared one; in
+    # process by default.
+    def save_state(self, name: str, value: str) -> None:
+        self.__dict__.setdefault("_states", {})[name] = value
+
+    def load_state(self, name: str) -> str | None:
+        return self.__dict__.get("_states", {}).get(name)
+
     # Markers: short-lived facts one replica learns and another must know within seconds
     # (the answer a session was just given, so that a repeat on any replica is a regenerate).
     # In process by default; a store shared by processes shares them (and expires them itself).

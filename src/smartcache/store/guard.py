@@ -161,6 +161,12 @@ class GuardedStore(Store):
     def bump_generation(self, name: str) -> int:
         return self._call("bump_generation", self.inner.bump_generation, name)
 
+    def save_state(self, name: str, value: str) -> None:
+        self._call("save_state", self.inner.save_state, name, value)
+
+    def load_state(self, name: str) -> str | None:
+        return self._call("load_state", self.inner.load_state, name)
+
     def set_marker(self, name: str, value: str, ttl_s: float) -> None:
         self._call("set_marker", self.inner.set_marker, name, value, ttl_s)
 

@@ -369,6 +369,19 @@ class RedisStore(Store):
         value = self.r.get(f"{self.prefix}gen:{name}")
         return int(value) if value else 0
 
+    def save_state(self, name: str, value: str) -> None:
+        try:
+            self.r.set(f"{self.prefix}state:{name}", value)
+        except self._redis_errors as exc:
+            raise StoreError(f"Redis write failed: {exc}") from exc
+
+    def load_state(self, name: str) -> str | None:
+        try:
+            value = self.r.get(f"{self.prefix}state:{name}")
+        except self._redis_errors as exc:
+            raise StoreError(f"Redis read failed: {exc}") from exc
+        return None if value is None else _s(value)
+
     def set_marker(self, name: str, value: str, ttl_s: float) -> None:
         try:
             self.r.set(f"{self.prefix}m:{name}", value, px=max(1, int(ttl_s * 1000)))

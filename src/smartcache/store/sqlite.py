@@ -328,6 +328,18 @@ class SqliteStore(Store):
                 raise StoreError(f"SQLite write failed: {exc}") from exc
             return value
 
+    def save_state(self, name: str, value: str) -> None:
+        with self._lock:
+            try:
+                self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (f"state:{name}", value))
+            except sqlite3.Error as exc:
+                raise StoreError(f"SQLite write failed: {exc}") from exc
+
+    def load_state(self, name: str) -> str | None:
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key = ?", (f"state:{name}",)).fetchone()
+        return None if row is None else str(row[0])
+
     def integrity(self) -> str:
         """SQLite's own integrity check of the file ('ok' when sound)."""
         with self._lock:

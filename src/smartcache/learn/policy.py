@@ -1,0 +1,285 @@
+"""What a tenant's own traffic has taught: the P(same) a hit needs, under an error bound δ.
+
+Every request that reaches the engine while the verifier had weighed an unvetoed
+candidate is an observation: the engine's answer against the candidate's, judged same or
+different, at the candidate's P(same). So is every served answer the cache checks
+against a fresh one. The observations of a tenant are pooled across entries, per
+stratum (language, with or without a history, risk tier), in a histogram over the
+score; so a new entry inherits what the tenant's traffic has taught, where vCache
+learns each entry alone and from scratch.
+
+The point a stratum serves at is the lowest score τ whose region [τ, 1] has a one-sided
+95 % upper bound on P(wrong) of at most δ, and whose lowest observations (``segment``
+of them) are not much worse, so that a wide region of right answers cannot hide a bad
+edge. Until a region has earned that (about 300 observations at δ = 0.01), the packaged
+calibration stands; when the checks prove it wrong (the lower bound above δ: a drift, a
+changed engine), the point rises by itself. An entry answered differently at some score
+is never served again at or below that score: its own evidence refines the pooled one.
+
+    >>> policy = LearnedPolicy(LearningConfig(error_bound=0.01))
+    >>> policy.point("t", "en:single:low", 0.9).source
+    'packaged'
+    >>> for i in range(400):
+    ...     _ = policy.observe(Observation("t", "en:single:low", 0.6 + (i % 40) / 100, True, f"e{i}", FORWARDED))
+    >>> point = policy.point("t", "en:single:low", 0.9)
+    >>> point.source, point.score < 0.9, point.upper <= 0.01
+    ('learned', True, True)
+    >>> policy.point("other", "en:single:low", 0.9).source      # each tenant learns alone
+    'packaged'
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections import OrderedDict, defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from smartcache.defaults import section
+from smartcache.learn.bound import EDGES, Histogram, bin_of, lower, upper
+
+FORWARDED = "forwarded"    # the request went to the engine anyway: its answer is a free label
+CHECK = "check"            # a served answer, checked against a fresh one (an engine call of its own)
+STATE_FORMAT = 1
+_LEARN = section("learning")        # field defaults live in data/defaults.toml only
+
+
+@dataclass(frozen=True)
+class LearningConfig:
+    """``error_bound``: δ, the P(wrong) a served region may have at its 95 % upper bound;
+    ``strict_error_bound``: δ for the high-risk tier. ``check_floor`` / ``check_cap``: the
+    share of hits checked against the engine, at least / at most. ``half_life``: after
+    this many observations of a stratum an old one weighs half. ``segment``: how many of
+    the lowest observations of a served region must themselves stay under
+    ``segment_factor`` × δ. ``max_entries``: entries whose own evidence is remembered."""
+
+    enabled: bool = _LEARN["enabled"]
+    error_bound: float = _LEARN["error_bound"]
+    strict_error_bound: float = _LEARN["strict_error_bound"]
+    confidence: float = _LEARN["confidence"]
+    check_floor: float = _LEARN["check_floor"]
+    check_cap: float = _LEARN["check_cap"]
+    half_life: float = _LEARN["half_life"]
+    segment: int = _LEARN["segment"]
+    segment_factor: float = _LEARN["segment_factor"]
+    max_entries: int = _LEARN["max_entries"]
+    persist_every: int = _LEARN["persist_every"]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.enabled, bool):
+            raise ValueError("learning.enabled must be true or false")
+        for name in ("error_bound", "strict_error_bound", "check_floor", "check_cap"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not 0 < value < 1:
+                raise ValueError(f"learning.{name} must be a number between 0 and 1, got {value!r}")
+        if not 0.5 <= self.confidence < 1:
+            raise ValueError("learning.confidence must be in [0.5, 1)")
+        if self.check_floor > self.check_cap:
+            raise ValueError("learning.check_floor must not exceed learning.check_cap")
+        if self.half_life <= 0 or self.segment < 1 or self.segment_factor < 1 or self.max_entries < 1 \
+                or self.persist_every < 1:
+            raise ValueError("learning.half_life, segment, segment_factor, max_entries and persist_every "
+                             "must be positive (segment_factor at least 1)")
+
+    def delta(self, stratum: str) -> float:
+        return self.strict_error_bound if stratum.endswith(":high") else self.error_bound
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One label from traffic: the candidate ``entry`` at P(same) ``score`` was (``correct``)
+    or was not the answer the engine gave this request. ``kind``: FORWARDED or CHECK."""
+
+    tenant: str
+    stratum: str
+    score: float
+    correct: bool
+    entry: str
+    kind: str = FORWARDED
+
+
+@dataclass(frozen=True)
+class ServePoint:
+    """The P(same) a hit needs in one stratum, and what it rests on: ``packaged`` (the
+    shipped calibration; too little traffic yet), ``learned`` (the tenant's observations
+    bound the region [score, 1]) or ``tightened`` (they prove the packaged point wrong).
+    ``n`` / ``wrong``: the (decayed) observations of that region; ``upper``: its bound."""
+
+    score: float
+    source: str
+    n: float = 0.0
+    wrong: float = 0.0
+    upper: float = 1.0
+    delta: float = 0.01
+
+    def describe(self) -> str:
+        if self.source == "packaged":
+            return f"packaged point {self.score:.3f}"
+        return (f"{self.source} point {self.score:.3f}: {self.wrong:.0f} wrong of {self.n:.0f} observed, "
+                f"P(wrong) <= {self.upper:.4f} (95 %) vs δ {self.delta:g}")
+
+
+class _Tenant:
+    """One tenant's learned state: a histogram per stratum, the entries' own floors, and
+    the hits served and checked per stratum."""
+
+    def __init__(self) -> None:
+        self.strata: dict[str, Histogram] = defaultdict(Histogram)
+        self.floors: OrderedDict[str, float] = OrderedDict()       # entry -> highest score judged different
+        self.served: dict[str, int] = defaultdict(int)
+        self.checks: list[int] = [0, 0]                            # [checked, found wrong]
+        self.points: dict[tuple[str, float], ServePoint] = {}      # memo, cleared by each observation
+        self.unsaved = 0
+
+
+class LearnedPolicy:
+    """Per-tenant pooled P(correct | score), thread-safe. Holds no reference to the store:
+    the cache saves ``state(tenant)`` and hands it back with ``restore``."""
+
+    def __init__(self, config: LearningConfig | None = None) -> None:
+        self.config = config or LearningConfig()
+        self._tenants: dict[str, _Tenant] = defaultdict(_Tenant)
+        self._lock = threading.Lock()
+        self._keep = 0.5 ** (1.0 / self.config.half_life)
+
+    # -- deciding ---------------------------------------------------------------------------
+
+    def point(self, tenant: str, stratum: str, packaged: float) -> ServePoint:
+        """The P(same) a hit of ``stratum`` needs for ``tenant``, given the packaged point."""
+        with self._lock:
+            state = self._tenants.get(tenant)
+            if state is None or stratum not in state.strata:
+                return ServePoint(packaged, "packaged", delta=self.config.delta(stratum))
+            memo = state.points.get((stratum, packaged))
+            if memo is None:
+                memo = state.points[(stratum, packaged)] = self._point(state.strata[stratum], stratum, packaged)
+            return memo
+
+    def _point(self, hist: Histogram, stratum: str, packaged: float) -> ServePoint:
+        delta, conf = self.config.delta(stratum), self.config.confidence
+        right, wrong = hist.counts()
+        learned: ServePoint | None = None
+        n = k = 0.0
+        for i in range(len(EDGES) - 1, -1, -1):          # regions [EDGES[i], 1], widening downwards
+            n, k = n + right[i] + wrong[i], k + wrong[i]
+            if right[i] + wrong[i] == 0 or upper(k, n, conf) > delta or not self._edge_holds(right, wrong, i, delta):
+                continue
+            learned = ServePoint(EDGES[i], "learned", n, k, upper(k, n, conf), delta)
+        at = _region(right, wrong, packaged)
+        proven_wrong = lower(at[1], at[0], conf) > delta
+        if learned is not None and (learned.score < packaged or proven_wrong):
+            return learned if learned.score < packaged else ServePoint(learned.score, "tightened", learned.n,
+                                                                       learned.wrong, learned.upper, delta)
+        if proven_wrong:        # nothing of this stratum has earned serving: only word-for-word repeats
+            return ServePoint(1.01, "tightened", at[0], at[1], upper(at[1], at[0], conf), delta)
+        return ServePoint(packaged, "packaged", at[0], at[1], upper(at[1], at[0], conf), delta)
+
+    def _edge_holds(self, right: list[float], wrong: list[float], i: int, delta: float) -> bool:
+        """Whether the lowest ``segment`` observations of the region from bin ``i`` up stay
+        under ``segment_factor`` × δ: many right answers far above must not hide a bad edge."""
+        n = k = 0.0
+        for j in range(i, len(EDGES)):
+            n, k = n + right[j] + wrong[j], k + wrong[j]
+            if n >= self.config.segment:
+                break
+        return upper(k, n, self.config.confidence) <= self.config.segment_factor * delta
+
+    def admits(self, tenant: str, entry: str, score: float) -> bool:
+        """False when ``entry`` was answered differently at this score or above."""
+        with self._lock:
+            state = self._tenants.get(tenant)
+            floor = None if state is None else state.floors.get(entry)
+        return floor is None or score > floor
+
+    def check_rate(self, tenant: str, stratum: str) -> float:
+        """The share of a stratum's hits to check: high while few were served (the bound
+        needs ~3/δ labels), down to the floor as they accumulate."""
+        with self._lock:
+            served = self._tenants[tenant].served[stratum] if tenant in self._tenants else 0
+        wanted = 3.0 / self.config.delta(stratum)
+        return min(self.config.check_cap, max(self.config.check_floor, wanted / max(served, 1) * self.config.check_cap))
+
+    # -- learning ---------------------------------------------------------------------------
+
+    def served(self, tenant: str, stratum: str) -> None:
+        with self._lock:
+            self._tenants[tenant].served[stratum] += 1
+
+    def observe(self, obs: Observation) -> bool:
+        """Record one label; True when the tenant's state has enough unsaved news to save."""
+        if not 0.0 <= obs.score <= 1.0 or math.isnan(obs.score):
+            raise ValueError(f"a score must be a probability, got {obs.score!r}")
+        with self._lock:
+            state = self._tenants[obs.tenant]
+            state.strata[obs.stratum].add(obs.score, obs.correct, self._keep)
+            state.points.clear()
+            if not obs.correct:
+                state.floors[obs.entry] = max(obs.score, state.floors.get(obs.entry, 0.0))
+                state.floors.move_to_end(obs.entry)
+                while len(state.floors) > self.config.max_entries:
+                    state.floors.popitem(last=False)
+            if obs.kind == CHECK:
+                state.checks[0] += 1
+                state.checks[1] += not obs.correct
+            state.unsaved += 1
+            return state.unsaved >= self.config.persist_every
+
+    def live(self, tenant: str | None = None) -> tuple[int, int]:
+        """(checked, found wrong) of the served answers checked so far (one tenant, or all)."""
+        with self._lock:
+            states = [self._tenants[tenant]] if tenant in self._tenants else [] if tenant else \
+                list(self._tenants.values())
+            return sum(s.checks[0] for s in states), sum(s.checks[1] for s in states)
+
+    def tenants(self) -> list[str]:
+        with self._lock:
+            return list(self._tenants)
+
+    def summary(self, tenant: str) -> dict[str, Any]:
+        """What a stratum has learned, for admin and reports: observations, wrong, checks."""
+        with self._lock:
+            state = self._tenants.get(tenant)
+            if state is None:
+                return {}
+            return {name: {"observations": round(h.total, 1), "wrong": round(sum(h.counts()[1]), 1),
+                           "served": state.served.get(name, 0)} for name, h in state.strata.items()}
+
+    # -- state ------------------------------------------------------------------------------
+
+    def state(self, tenant: str) -> str:
+        """The tenant's learned state as JSON (what the store keeps); marks it saved."""
+        with self._lock:
+            state = self._tenants[tenant]
+            state.unsaved = 0
+            return json.dumps({"format": STATE_FORMAT,
+                               "strata": {k: h.to_json() for k, h in state.strata.items()},
+                               "floors": dict(state.floors), "served": dict(state.served),
+                               "checks": state.checks}, separators=(",", ":"))
+
+    def restore(self, tenant: str, text: str) -> None:
+        """Take back what ``state`` gave (after a restart, or from another replica). A state of
+        another format or a broken one raises ValueError and leaves the tenant as it was."""
+        try:
+            data = json.loads(text)
+            if data.get("format") != STATE_FORMAT:
+                raise ValueError(f"learned state of format {data.get('format')!r}, not {STATE_FORMAT}")
+            fresh = _Tenant()
+            fresh.strata.update({str(k): Histogram.from_json(v) for k, v in data["strata"].items()})
+            fresh.floors.update({str(k): float(v) for k, v in data["floors"].items()})
+            fresh.served.update({str(k): int(v) for k, v in data["served"].items()})
+            fresh.checks = [int(data["checks"][0]), int(data["checks"][1])]
+        except (KeyError, TypeError, IndexError, json.JSONDecodeError) as exc:
+            raise ValueError(f"unreadable learned state: {exc}") from exc
+        with self._lock:
+            self._tenants[tenant] = fresh
+
+
+def _region(right: list[float], wrong: list[float], score: float) -> tuple[float, float]:
+    """(observations, wrong) of the bins at or above the one holding ``score``."""
+    i = bin_of(min(score, 1.0))
+    return sum(right[i:]) + sum(wrong[i:]), sum(wrong[i:])
+
+
+__all__ = ["CHECK", "FORWARDED", "LearnedPolicy", "LearningConfig", "Observation", "ServePoint"]
