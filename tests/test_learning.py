@@ -196,3 +196,22 @@ def test_a_learned_hit_says_so(make_cache):
     again = cache.lookup([U("Which city is Australia's capital?")], session="s1")
     assert again.zone is Zone.HIT and again.has_reason(ReasonCode.LEARNED_MATCH)
     assert "below the packaged" in next(r.detail for r in again.reasons if r.code is ReasonCode.LEARNED_MATCH)
+
+
+# -- through the gateway ---------------------------------------------------------------------------
+
+def test_the_gateway_learns_from_forwarded_answers_and_shows_the_live_error(gateway):
+    from conftest import S, chat
+
+    system = S("You are a helpful assistant.")
+    with gateway() as client:
+        engine = client.app.state.service.engine
+        engine.answer = "To reset your password open Settings, then Security, then Reset password."
+        assert chat(client, [system, U("How do I reset my password?")]).headers["x-smartcache-status"] == "miss"
+        engine.answer = "Restart the router by holding its power button for ten seconds, then wait two minutes."
+        r = chat(client, [system, U("How do I reset my router?")], session="s1")
+        assert r.headers["x-smartcache-status"] != "hit"
+        learning = client.get("/admin/stats").json()["learning"]
+        assert learning["observations"] == 1 and learning["checks"] == 0 and learning["live_error"] is None
+        metrics = client.get("/metrics").text
+        assert "smartcache_learned_observations_total 1.0" in metrics and "smartcache_checks_total 0.0" in metrics

@@ -105,6 +105,7 @@ def admin_router(service: ChatService, token: str | None, *, closed: bool = Fals
             "saved_tokens": traffic.saved_tokens, "prompt_tokens": traffic.prompt_tokens,
             "pollution": traffic.pollution, "pollution_rate": traffic.pollution_rate,
             "shadow_precision": precision, "shadow_checked": judged,
+            "learning": _learning(s),
             "invalidations": s.invalidations, "evicted": s.evicted, "timeline": service.telemetry.timeline_json(),
             "timeline_bucket_s": service.telemetry.bucket_s, "by_tenant": service.telemetry.tenants_json(),
             "kv_cache": engine_kv.stats().__dict__ if engine_kv is not None else None,
@@ -162,3 +163,13 @@ def admin_router(service: ChatService, token: str | None, *, closed: bool = Fals
                 "invalidated": cache.bump_version(body.tenant, body.model)}
 
     return router
+
+
+def _learning(s) -> dict[str, Any]:
+    """The live error of served answers, measured by checks against the engine, with its
+    95 % Clopper-Pearson interval; and the labels the cache has learned from."""
+    from smartcache.eval.streams import Rate
+    rate = Rate.of(s.checks_wrong, s.checks)
+    return {"observations": s.observations, "checks": s.checks, "checks_wrong": s.checks_wrong,
+            "live_error": rate.value if s.checks else None, "live_error_lower95": rate.lower if s.checks else None,
+            "live_error_upper95": rate.upper if s.checks else None}

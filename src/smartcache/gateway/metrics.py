@@ -16,9 +16,11 @@ class _EntriesCollector:
     """Entries by state and the store's health, read from the cache at scrape time."""
 
     def __init__(self, by_state: Callable[[], Mapping[str, int]],
-                 store_health: Callable[[], StoreHealth] | None) -> None:
+                 store_health: Callable[[], StoreHealth] | None,
+                 learned: Callable[[], tuple[int, int, int]] | None = None) -> None:
         self._by_state = by_state
         self._store_health = store_health
+        self._learned = learned
 
     def collect(self):
         family = GaugeMetricFamily("smartcache_entries", "Cache entries by state", labels=["state"])
@@ -31,11 +33,21 @@ class _EntriesCollector:
                                     "passes requests through", value=float(health.up))
             yield CounterMetricFamily("smartcache_store_failures", "Store calls that failed since start",
                                       value=health.failures)
+        if self._learned is not None:
+            observations, checks, wrong = self._learned()
+            yield CounterMetricFamily("smartcache_learned_observations", "Labels learned from traffic: forwarded "
+                                      "requests' answers judged against their candidate, and checks",
+                                      value=observations)
+            yield CounterMetricFamily("smartcache_checks", "Served answers checked against the engine",
+                                      value=checks)
+            yield CounterMetricFamily("smartcache_checks_wrong", "Checked served answers the judge found "
+                                      "different: the live error is this over smartcache_checks", value=wrong)
 
 
 class GatewayMetrics:
     def __init__(self, entries_by_state: Callable[[], Mapping[str, int]],
-                 store_health: Callable[[], StoreHealth] | None = None) -> None:
+                 store_health: Callable[[], StoreHealth] | None = None,
+                 learned: Callable[[], tuple[int, int, int]] | None = None) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
         self.requests = Counter("smartcache_requests_total", "Chat requests by cache status",
@@ -59,7 +71,7 @@ class GatewayMetrics:
                               ["outcome"], registry=r)
         self.engine_errors = Counter("smartcache_engine_errors_total", "Engine failures by code", ["code"],
                                      registry=r)
-        r.register(_EntriesCollector(entries_by_state, store_health))
+        r.register(_EntriesCollector(entries_by_state, store_health, learned))
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

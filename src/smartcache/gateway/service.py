@@ -60,7 +60,8 @@ class ChatService:
         self.cache = cache
         self.engine = engine
         self.settings = s = settings or GatewaySettings()
-        self.metrics = metrics or GatewayMetrics(lambda: self.cache.stats().by_state, self.cache.store_health)
+        self.metrics = metrics or GatewayMetrics(lambda: self.cache.stats().by_state, self.cache.store_health,
+                                                 self._learned)
         self.telemetry = Telemetry(self.metrics, recent=s.recent_decisions, bucket_s=s.timeline_bucket_s,
                                    buckets=s.timeline_buckets)
         self.feedback = Feedback(cache, self.telemetry, window_s=s.regenerate_window_s)
@@ -121,6 +122,10 @@ class ChatService:
             self.feedback.on_regenerate(turn.key)
         return self._bypass_reason(req, controls), regenerate
 
+    def _learned(self) -> tuple[int, int, int]:
+        s = self.cache.stats()
+        return s.observations, s.checks, s.checks_wrong
+
     def _bypass_reason(self, req: ChatCompletionRequest, controls: RequestControls) -> Bypass | None:
         if not self.settings.cache_enabled:
             return Bypass.CACHE_DISABLED
@@ -143,7 +148,7 @@ class ChatService:
         prompt_tokens, completion_tokens = await asyncio.to_thread(self._count_and_remember, turn, answer, now)
         usage = Usage(prompt_tokens, completion_tokens, cached_tokens=prompt_tokens)
         if d.verify or (self.settings.shadow_rate > 0 and random.random() < self.settings.shadow_rate):
-            self.shadow.schedule(entry, self._engine_request(turn))
+            self.shadow.schedule(entry, self._engine_request(turn), found=d)
         self.metrics.saved_prompt_tokens.labels("hit").inc(prompt_tokens)
         headers = turn.headers()
         if not req.stream:
@@ -260,7 +265,8 @@ class ChatService:
             try:
                 # The lookup's reading of the request is written as it is; a request that was
                 # not looked up (regenerate, no-cache) is read here.
-                request = turn.decision.request if turn.decision is not None else self.cache.prepare(
+                # The lookup itself, so that the answer also labels the candidate it weighed (learning).
+                request = turn.decision if turn.decision is not None else self.cache.prepare(
                     turn.messages, session=controls.session, tenant=controls.tenant, versions=turn.versions)
                 result = self.cache.store(request, answer, ttl=controls.ttl, prompt_tokens=final.usage.prompt_tokens)
             except InvalidRequest:

@@ -1,10 +1,13 @@
 """Gray cache: a served answer is checked against a fresh one from the engine, in the background.
 
-Suspect entries are always checked; ordinary hits are sampled at ``--shadow RATE``.
-The fresh answer is compared with the cached one by the cache's own encoder and
-by key facts (money, counts, days, dates, names): close answers keep the entry
-(positive feedback), loosely related ones demote it (negative feedback, which
-makes it suspect and, repeated, unrecallable), unrelated ones drop it.
+Suspect entries are always checked, and the share of hits the learning cache asks for
+(``Decision.verify``); other hits are sampled at ``--shadow RATE``. The cache's answer
+judge compares the fresh answer with the cached one first (``SmartCache.check``: one
+observation for the learned point, and the measured live error); where it cannot tell,
+or learning is off, the answers are compared by the cache's own encoder and by key facts
+(money, counts, days, dates, names): close answers keep the entry (positive feedback),
+loosely related ones demote it (negative feedback, which makes it suspect and, repeated,
+unrecallable), unrelated ones drop it.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from smartcache.cache import SmartCache
 from smartcache.decide import key_facts
 from smartcache.engine import EngineRequest, TextDelta
 from smartcache.errors import SmartCacheError
+from smartcache.learn import Label
+from smartcache.lookup import Lookup
 from smartcache.store import Entry
 
 log = logging.getLogger("smartcache.shadow")
@@ -51,12 +56,13 @@ class ShadowVerifier:
             return ShadowVerdict("demote", similarity, missing)
         return ShadowVerdict("keep", similarity, missing)
 
-    def schedule(self, entry: Entry, request: EngineRequest) -> bool:
-        """Start a verification unless too many are running (then the sample is skipped)."""
+    def schedule(self, entry: Entry, request: EngineRequest, found: Lookup | None = None) -> bool:
+        """Start a verification unless too many are running (then the sample is skipped).
+        ``found``: the lookup that served it, so that the check teaches the learned point."""
         if len(self._tasks) >= self.max_pending:
             self.metrics.shadow.labels("skipped").inc()
             return False
-        task = asyncio.get_running_loop().create_task(self._verify(entry, request))
+        task = asyncio.get_running_loop().create_task(self._verify(entry, request, found))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return True
@@ -74,11 +80,20 @@ class ShadowVerifier:
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
-    async def _verify(self, entry: Entry, request: EngineRequest) -> None:
+    async def _verify(self, entry: Entry, request: EngineRequest, found: Lookup | None = None) -> None:
         try:
             async with contextlib.aclosing(self.engine.stream(request)) as events:
                 parts = [e.text async for e in events if isinstance(e, TextDelta)]
-            verdict = await asyncio.to_thread(self.compare, entry.answer.text, "".join(parts))
+            fresh = "".join(parts)
+            judged = None if found is None else await asyncio.to_thread(self.cache.check, found, fresh)
+            verdict = await asyncio.to_thread(self.compare, entry.answer.text, fresh)
+            if judged is not None and judged.label is Label.SAME:
+                verdict = ShadowVerdict("keep", verdict.similarity)     # the judge is the stricter reader
+            elif judged is not None and judged.label is Label.DIFFERENT and verdict.outcome != "drop":
+                # check() demoted it already; an unrelated answer is still dropped below.
+                verdict = ShadowVerdict("demote", verdict.similarity, verdict.missing_facts)
+                self._record(entry.cache_id, verdict)
+                return
             if verdict.outcome == "keep":
                 await asyncio.to_thread(self.cache.feedback, entry.cache_id, "positive")
             elif verdict.outcome == "demote":
@@ -88,6 +103,9 @@ class ShadowVerifier:
         except (SmartCacheError, OSError) as exc:
             log.warning("shadow verification of %s failed: %s", entry.cache_id, exc)
             verdict = ShadowVerdict("error", 0.0)
+        self._record(entry.cache_id, verdict)
+
+    def _record(self, cache_id: str, verdict: ShadowVerdict) -> None:
         self.metrics.shadow.labels(verdict.outcome).inc()
-        self.verdicts.append((entry.cache_id, verdict))
+        self.verdicts.append((cache_id, verdict))
         del self.verdicts[:-100]
