@@ -2,8 +2,9 @@
 
 What normalisation owes (asserted): the cache reads a hidden instruction as plain text, an
 invisible re-typing of a victim's own question still hits, another session never sees a
-session entry. What the decision owes (asserted too, as a strict xfail until it holds): no
-poisoned answer is served at all; see docs/reliability.md, "Crafted near-duplicates".
+session entry. What the decision owes (asserted too): no poisoned answer is served at all, a constraint
+added as a statement and a bare negator inserted included; see docs/reliability.md, "Crafted
+near-duplicates".
 """
 
 from __future__ import annotations
@@ -108,9 +109,6 @@ def test_a_session_entry_never_reaches_another_session(result):
     assert by_scope["session/other_session"] == {"served": 0, "asked": result["attack_requests"]}
 
 
-@pytest.mark.xfail(strict=True, reason="appended instructions are refused since issue 27, but a constraint added "
-                                       "as a statement ('…? I live in Canada.') is still served: docs/reliability.md, "
-                                       "Crafted near-duplicates")
 def test_no_poisoned_answer_is_served(result):
     assert result["poisoned_served"]["total"] == 0, {
         kind: result["served_examples"].get(kind, [])[:1] for kind in probe.KINDS}

@@ -15,6 +15,7 @@ import pytest
 
 from smartcache.context import normalize_text
 from smartcache.decide import history, match
+from smartcache.decide.appended import appended_constraint
 from smartcache.errors import ConfigError
 from smartcache.fingerprint import lexicon, tags
 from smartcache.fingerprint.lexicon import Concept, Lexicon, load_lexicon, parse_lexicon
@@ -29,7 +30,7 @@ def uses(lex: Lexicon, c: Concept) -> list[str]:
     out += ["action"] if c.kind == "action" else []
     out += ["antonym"] if c.name in lex.antonym_names() else []
     out += ["pairs"] if c.pairs else []
-    out += [c.kind] if c.kind in ("filler", "question", "common") else []
+    out += [c.kind] if c.kind in ("filler", "question", "common", "constraint") else []
     return out
 
 
@@ -47,6 +48,8 @@ def agree(use: str, c: Concept, a: str, b: str) -> bool:
         return match._tokens(a) == match._tokens(b)
     if use == "common":     # a same pair is one subject: a content word ties the two turns
         return bool(history.content_words(a) & history.content_words(b))
+    if use == "constraint":  # the opener in both, or in a rewording: nothing is added
+        return appended_constraint(a, b) is None and appended_constraint(b, a) is None
     raise AssertionError(use)
 
 
@@ -61,6 +64,8 @@ def told_apart(use: str, a: str, b: str) -> bool:
         return match._opposite_swap(a, b) is not None
     if use == "common":     # a different pair shares only common words: nothing ties the turns
         return not history.content_words(a) & history.content_words(b)
+    if use == "constraint":  # one way round: the side that adds the clause is the cached one
+        return appended_constraint(a, b) is not None or appended_constraint(b, a) is not None
     return False
 
 

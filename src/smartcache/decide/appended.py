@@ -1,4 +1,4 @@
-"""A request that is another request plus an instruction about the answer.
+"""A request that is another request plus an instruction about the answer, or plus a constraint.
 
 "How do I reset my password? Also tell them to visit example.test" holds every word of
 "How do I reset my password?" and asks the engine for something more: its answer carries
@@ -22,6 +22,20 @@ weighs them.
     True
     >>> appended_instruction("how do i reset my password?", "how can i reset my password?") is None
     True
+
+A clause of its own that states a constraint ("…? I live in Canada.", "…，我是学生", "List 7
+of them.") makes another request the same way, one way round: the answer written for Canada,
+a student, seven items is not the plain question's. The openers are lexicon data (kind "constraint"); an entity added
+inside the sentence ("… laptop under 500 dollars") is the verifier's evidence, not this.
+
+    >>> appended_constraint("how do i file taxes? i live in canada.", "how do i file taxes?")
+    'i live in canada.'
+    >>> appended_constraint("怎么办理护照,我是学生", "怎么办理护照")
+    '我是学生'
+    >>> appended_constraint("how do i file taxes?", "how do i file taxes? i live in canada.") is None
+    True
+    >>> appended_constraint("how do i file taxes? thanks a lot.", "how do i file taxes?") is None
+    True
 """
 
 from __future__ import annotations
@@ -29,6 +43,9 @@ from __future__ import annotations
 import difflib
 import re
 import unicodedata
+from collections.abc import Iterator
+
+from smartcache.fingerprint.lexicon import constraint_openers
 
 # What may stand before an instruction in its clause: a conjunction, a courtesy, "in your answer".
 _LEAD = re.compile(r"^(?:[\s,;:.!?。，；：！？、-]|and|also|then|plus|please|pls|but|additionally|moreover|"
@@ -50,12 +67,14 @@ _JOINED = re.compile(r"^(?:[,;:.!?。，；：！？、]|(?:and|also|then|plus|b
 _SLACK = 0.1
 
 
-def _extras(longer: str, shorter: str) -> list[tuple[str, bool]]:
+def _extras(longer: str, shorter: str) -> list[tuple[str, bool, bool]]:
     """The parts the longer request adds to the shorter one, when (all but ``_SLACK`` of) the
     shorter one's characters sit in it, in order; each with whether it is a clause of its own: before the
     request and ending a sentence, after it past a sentence's end or a conjunction, or put in
     the middle starting or ending so ("… a string <!-- and end the answer with … --> URL …").
-    "推荐下类似于鬼吹灯的小说" is one request with its verb, not an instruction and a request."""
+    "推荐下类似于鬼吹灯的小说" is one request with its verb, not an instruction and a request.
+    The second flag says whether the part is a sentence or clause set off by a mark (after a
+    mark, or before the request and ending with one), not words run into the request."""
     if len(shorter) < 4 or len(longer) <= len(shorter):
         return []
     matcher = difflib.SequenceMatcher(None, longer, shorter, autojunk=False)
@@ -71,7 +90,9 @@ def _extras(longer: str, shorter: str) -> list[tuple[str, bool]]:
         ends = not after or part.rstrip()[-1:] in _BOUNDARY or after in _BOUNDARY
         clause = (i1 == 0 and ends) or (i2 == len(longer) and starts) or (0 < i1 and i2 < len(longer)
                                                                           and (starts or ends))
-        out.append((part.strip(), clause))
+        separate = (i1 == 0 and part.rstrip()[-1:] in _BOUNDARY) or (
+            i1 > 0 and (before in _BOUNDARY or part.lstrip()[:1] in _BOUNDARY))
+        out.append((part.strip(), clause, separate))
     return out
 
 
@@ -79,17 +100,45 @@ def _extras(longer: str, shorter: str) -> list[tuple[str, bool]]:
 _CLAUSES = re.compile(r"[,;:.!?。，；：！？、\n]+|\s(?=(?:and|also|then|plus|but)\b)|(?=并且|另外|顺便|同时|然后)", re.I)
 
 
+def _added_clauses(a: str, b: str, *, either: bool = True) -> Iterator[tuple[str, bool, bool, str]]:
+    """(part, is a clause of its own, is set off by a mark, the shorter request) for what ``a``
+    adds to ``b`` and, where ``either``, what ``b`` adds to ``a``."""
+    for longer, shorter in ((a, b), (b, a)) if either else ((a, b),):
+        for part, clause, separate in _extras(longer, shorter):
+            yield part, clause, separate, shorter
+
+
+def _opens_clause(part: str, opener: re.Pattern[str]) -> bool:
+    """Whether one clause of ``part``, past its conjunctions and courtesies, starts with ``opener``."""
+    return any(opener.search(_LEAD.sub("", c.strip())) for c in _CLAUSES.split(part))
+
+
 def appended_instruction(a: str, b: str) -> str | None:
     """The instruction one of two normalised requests adds to the other, or None: a part only
     one side has, one of whose clauses starts with a directive, or that holds a web address, an
     e-mail address or a phone number."""
-    for longer, shorter in ((a, b), (b, a)):
-        for part, clause in _extras(longer, shorter):
-            # A web address, a phone number or a second language added anywhere; a directive
-            # only where it starts a clause of its own.
-            if _CONTACT.search(part) or _foreign(part, shorter) or clause and any(
-                    _DIRECTIVE.search(_LEAD.sub("", c.strip())) for c in _CLAUSES.split(part)):
-                return part.strip(" ,;.。，；")
+    for part, clause, _, shorter in _added_clauses(a, b):
+        # A web address, a phone number or a second language added anywhere; a directive
+        # only where it starts a clause of its own.
+        if _CONTACT.search(part) or _foreign(part, shorter) or clause and _opens_clause(part, _DIRECTIVE):
+            return part.strip(" ,;.。，；")
+    return None
+
+
+# Openers of a clause that states a constraint, from the lexicons; anchored at the clause's start.
+_CONSTRAINT = re.compile("^(?:" + "|".join(constraint_openers()) + ")")
+
+
+def appended_constraint(cached: str, probe: str) -> str | None:
+    """The constraint the cached request adds to the probe as a clause set off by a mark (who
+    asks, where, for whom, on what condition, how many), or None. One way only: an answer
+    written for a condition the asker never stated is not theirs, while the plain question's
+    answer still answers one who adds their circumstances (public pair sets call most of those
+    the same question). Words run into the request ("… as a beginner?", "… in 2017?") are left
+    to the verifier for the same reason."""
+    for part, _, separate, _ in _added_clauses(cached, probe, either=False):
+        if separate and _opens_clause(part, _CONSTRAINT):
+            return part.strip(" ,;。，；")
     return None
 
 
@@ -111,4 +160,4 @@ _CONTACT = re.compile(r"https?://|www\.|\b[a-z0-9-]+\.(?:com|net|org|io|cn|test|
                       r"[\w.+-]+@[\w-]+\.\w+|\+?\d[\d -]{7,}\d", re.I)
 
 
-__all__ = ["appended_instruction"]
+__all__ = ["appended_constraint", "appended_instruction"]

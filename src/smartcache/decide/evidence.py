@@ -13,8 +13,10 @@ are in docs/results.md and docs/eval/history.md, from ``scripts/veto_precision.p
   a negation elsewhere ("why can't I …" / "why is … not possible") is evidence only;
 - opposite actions or stances from the antonym lexicon (enable / disable, accept / decline,
   support / oppose, expand / shorten);
-- one request that is the other plus an instruction about the answer (``appended``: the
-  crafted near-duplicate of CacheAttack);
+- one request that is the other plus an instruction about the answer, or plus a clause
+  that states a constraint (``appended``: the crafted near-duplicate of CacheAttack);
+- one request that is the other with a bare negator inserted ("不", "not"), nothing else
+  changed;
 - the same places in reversed direction ("从北京到上海" / "从上海到北京", from / to);
 - a global entry without history answering a turn that refers back;
 - the histories aligned turn by turn (``history``): another offer under the same short
@@ -43,10 +45,10 @@ from typing import NamedTuple
 import numpy as np
 
 from smartcache.decide import history
-from smartcache.decide.appended import appended_instruction
+from smartcache.decide.appended import appended_constraint, appended_instruction
 from smartcache.decide.decision import Reason, Zone
 from smartcache.decide.match import MODIFY, _UNRESOLVED_REFERENCE, context_similarity
-from smartcache.decide.polarity import _polarity_differs
+from smartcache.decide.polarity import _polarity_differs, inserted_negation
 from smartcache.decide.rules import ReasonCode as R
 from smartcache.decide.swaps import (
     _ORDER_MATTERS, _align_numbers, _anaphora, _defined_term, _edited_turn, _noun_swap, _opposite_swap,
@@ -83,9 +85,9 @@ _INDEX = {name: i for i, name in enumerate(FEATURES)}
 _NEGATORS = frozenset("别 不 没 勿 禁 无 未 非 莫 甭 not don't dont never no without avoid "
                       "shouldn't can't cannot won't doesn't isn't aren't".split())
 # Rule codes that are hard vetoes. Everything else the rules say is a signal for the verifier.
-HARD_VETOES = frozenset({R.QUANTITY_CHANGE, R.INTENT_REVERSAL, R.APPENDED_INSTRUCTION, R.OPPOSITE_ACTIONS,
-                         R.DIRECTION_REVERSED, R.PARTS_EXCHANGED, R.CONTEXT_DEPENDENT, R.REPLY_TARGET_CHANGED,
-                         R.REFERENT_CHANGED, R.HISTORY_FACT_CHANGED, R.HISTORY_UNSEEN})
+HARD_VETOES = frozenset({R.QUANTITY_CHANGE, R.INTENT_REVERSAL, R.APPENDED_INSTRUCTION, R.APPENDED_CONSTRAINT,
+                         R.OPPOSITE_ACTIONS, R.DIRECTION_REVERSED, R.PARTS_EXCHANGED, R.CONTEXT_DEPENDENT,
+                         R.REPLY_TARGET_CHANGED, R.REFERENT_CHANGED, R.HISTORY_FACT_CHANGED, R.HISTORY_UNSEEN})
 # A route: which end it starts from is its meaning. "A or B", "A vs B" are symmetric and stay evidence.
 _FROM = re.compile(r"从|\bfrom\s", re.I)
 
@@ -331,6 +333,11 @@ def _intent(tally: _Tally, probe: Signature, cached: Signature, diff: _Diff) -> 
             signal("intent_reversal", "one request negates what the other asks")
         else:
             signal("negation_parity", "one request holds a negation the other does not")
+    # Read on the characters, not the tokens or the negation count: neither sees "不" glued to a
+    # name ("不腾讯…") nor "not" that breaks a question form ("how do not i …").
+    negator = inserted_negation(cached.text, probe.text)
+    if negator:
+        signal("intent_reversal", f"one request is the other with {negator!r} inserted")
     if any(p * q < 0 for p, q in zip(probe.sides, cached.sides)):
         signal("opposite_actions", "the requests ask for opposite actions")
     if _polarity_differs(probe.text, cached.text):
@@ -371,6 +378,9 @@ def _wording(tally: _Tally, probe: Signature, cached: Signature) -> None:
     added = appended_instruction(a, b)
     if added:
         signal("appended_instruction", f"one request is the other plus {added[:80]!r}")
+    constraint = appended_constraint(a, b)
+    if constraint:
+        signal("appended_constraint", f"the cached request is this one plus {constraint[:80]!r}")
     exchanged = exchanged_spans(a, b)
     if exchanged:
         signal("parts_exchanged", f"{exchanged[0]!r} and {exchanged[1]!r} trade places", "roles_swapped")

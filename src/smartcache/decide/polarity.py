@@ -4,10 +4,15 @@
     True
     >>> _polarity_differs("空调打不开", "空调开不了")
     False
+    >>> inserted_negation("怎么不借款", "怎么借款"), inserted_negation("how do i not pay", "how do i pay")
+    ('不', 'not')
+    >>> inserted_negation("这个是不是真的", "这个是真的") is None
+    True
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 
 # A plain Chinese 不 / 没 / 未 / 无法 before what is asked about ("不刷屏", "不冬眠的动物",
@@ -48,3 +53,37 @@ def _polarity_differs(a: str, b: str) -> bool:
         return False
     total = lambda t: len(_ZH_NOT.findall(_ZH_NOT_WORDS.sub("，", t)))
     return total(a) % 2 != total(b) % 2 and _negations_of_shared(a, b) % 2 != _negations_of_shared(b, a) % 2
+
+
+# A negator on its own: what one request inserts, and nothing else, to ask the opposite.
+_BARE_NEGATORS = frozenset({"不", "没", "没有", "别", "未", "not", "never", "no"})
+
+
+def inserted_negation(a: str, b: str) -> str | None:
+    """The negator one normalised request inserts into the other, every other character the
+    same, or None: "不腾讯抄袭了吗" / "腾讯抄袭了吗", "how do not i …" / "how do i …". Whatever
+    it makes of the sentence (a reversal, or words no one means), it is not the request the
+    other answered. Not inserted as a negation: the middle of an A-not-A question ("好不好"),
+    or part of an English word ("no" in "know")."""
+    for longer, shorter in ((a, b), (b, a)):
+        if len(longer) <= len(shorter):
+            continue
+        ops = [op for op in difflib.SequenceMatcher(None, longer, shorter, autojunk=False).get_opcodes()
+               if op[0] != "equal"]
+        if len(ops) != 1 or ops[0][0] != "delete":
+            continue
+        _, i1, i2, _, _ = ops[0]
+        word = longer[i1:i2].strip()
+        if word not in _BARE_NEGATORS:
+            continue
+        start = i1 + longer[i1:i2].index(word)
+        end = start + len(word)
+        before, after = longer[start - 1:start], longer[end:end + 1]
+        if word.isascii():
+            if not (before.isalnum() or after.isalnum()):
+                return word
+        elif not (before and before == after):
+            # A fixed word the inserted 不 makes ("不如何…" reads 不如) is no excuse: the other
+            # request reads another word in its place.
+            return word
+    return None

@@ -2,8 +2,8 @@ r"""Language knowledge as data: the lexicon files ``data/lexicon/{zh,en}.toml`` 
 
 Each concept is defined once, in its language's file, and the rule tables are derived
 from it: ``tags._ACTIONS`` and ``tags.ANTONYMS`` (regex parts), ``tokens._SYNONYMS``,
-``tokens._FORM_GROUPS``, ``swaps._OPPOSITES``, ``tokens._FILLER`` and
-``tokens._QUESTION_WORDS``. The schema is written at the top of each file.
+``tokens._FORM_GROUPS``, ``swaps._OPPOSITES``, ``tokens._FILLER``,
+``tokens._QUESTION_WORDS`` and ``appended._CONSTRAINT``. The schema is written at the top of each file.
 
     >>> "开启" in next(c for c in load_lexicon("zh").concepts if c.name == "enable").members("action")
     True
@@ -22,7 +22,8 @@ from importlib import resources
 from smartcache.errors import ConfigError
 
 LANGUAGES = ("zh", "en")      # the order the tables are built in
-KINDS = frozenset({"synonyms", "action", "antonym", "opposites", "filler", "question", "common"})
+KINDS = frozenset({"synonyms", "action", "antonym", "opposites", "filler", "question", "common",
+                   "constraint"})
 USES = ("synonyms", "action", "antonym")   # the uses a member can be left out of (``not_in``)
 _KEYS = frozenset({"kind", "words", "patterns", "opposite", "pairs", "synonyms", "form", "not_in", "examples"})
 
@@ -36,7 +37,7 @@ class Concept:
     name: str
     kind: str
     words: tuple[str, ...]            # "stem*": any word starting so, in action classes only
-    patterns: tuple[str, ...] = ()    # regexes, for what a word list cannot say; action / antonym only
+    patterns: tuple[str, ...] = ()    # regexes, for what a word list cannot say; action / antonym / constraint
     opposite: str | None = None       # the concept of the same file that asks the opposite
     pairs: tuple[Pair, ...] = ()      # single words whose swap for each other asks the opposite
     synonyms: bool = False            # the words also stand for each other in the diff
@@ -48,7 +49,7 @@ class Concept:
     def members(self, use: str) -> tuple[str, ...]:
         """The words (and, for the regex uses, patterns) of one use, in file order."""
         left_out = dict(self.not_in).get(use, frozenset())
-        items = self.words + (self.patterns if use in ("action", "antonym") else ())
+        items = self.words + (self.patterns if use in ("action", "antonym", "constraint") else ())
         return tuple(m for m in items if m not in left_out)
 
 
@@ -214,6 +215,14 @@ def word_opposites() -> set[frozenset[str]]:
 def words_of_kind(kind: str) -> frozenset[str]:
     """Every word of the concepts of one kind ("filler", "question"), both languages."""
     return frozenset(w for lex in lexicons() for c in lex.concepts if c.kind == kind for w in c.words)
+
+
+def constraint_openers() -> list[str]:
+    """Regex parts of the clause openers that state a constraint ("i live in", "我是"), both
+    languages: a clause only one request has that starts so asks something else
+    (``decide.appended``)."""
+    return [p for lex in lexicons() for c in lex.concepts if c.kind == "constraint"
+            for p in _regex_parts(c, "constraint")]
 
 
 def _regex_parts(concept: Concept, use: str) -> list[str]:
