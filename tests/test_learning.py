@@ -215,3 +215,62 @@ def test_the_gateway_learns_from_forwarded_answers_and_shows_the_live_error(gate
         assert learning["observations"] == 1 and learning["checks"] == 0 and learning["live_error"] is None
         metrics = client.get("/metrics").text
         assert "smartcache_learned_observations_total 1.0" in metrics and "smartcache_checks_total 0.0" in metrics
+
+
+# -- proven safe across users ----------------------------------------------------------------------
+
+SHARED_ANSWER = ("Open Settings, choose Security, then Reset password; the link in the e-mail is valid "
+                 "for one hour and the new password needs twelve characters.")
+
+
+def ask(cache, text: str, session: str, answer: str):
+    found = cache.lookup([U(text)], session=session)
+    if found.zone is Zone.HIT:
+        return found
+    stored = cache.store(found, answer)
+    assert stored.stored, stored
+    cache.promote(stored.cache_id)
+    return found
+
+
+def test_an_answer_given_alike_in_three_sessions_enters_the_global_pool(make_cache):
+    cache = make_cache()
+    question = "How do I reset my password?"
+    for session in ("a", "b"):
+        assert ask(cache, question, session, SHARED_ANSWER).zone is not Zone.HIT
+    assert cache.stats().shared == 0
+    assert ask(cache, question, "c", SHARED_ANSWER).zone is not Zone.HIT
+    assert cache.stats().shared == 1
+    found = cache.lookup([U(question)], session="d")            # a fourth user: served from the pool
+    assert found.zone is Zone.HIT and found.entry.scope.value == "global"
+
+
+def test_answers_that_differ_between_sessions_are_personal_and_never_shared(make_cache):
+    cache = make_cache()
+    question = "Where is my order?"
+    answers = ["Your order 1 shipped on Monday and arrives on Thursday by courier.",
+               "Your order is still being packed; it should leave the warehouse tomorrow morning.",
+               "Your latest order was delivered yesterday and signed for at the front desk."]
+    for session, answer in zip("abcd", answers + answers[:1]):
+        assert ask(cache, question, session, answer).zone is not Zone.HIT
+    assert cache.stats().shared == 0
+    assert cache.lookup([U(question)], session="e").zone is not Zone.HIT
+
+
+def test_personal_data_is_never_shared(make_cache):
+    cache = make_cache()
+    question = "My account number is 4401 2231 9981, how do I close it?"
+    for session in "abcd":
+        assert ask(cache, question, session, SHARED_ANSWER).zone is not Zone.HIT
+    assert cache.stats().shared == 0
+
+
+def test_one_session_repeating_itself_proves_nothing(make_cache):
+    cache = make_cache(learning={"share_after": 2})
+    question = "How do I reset my password?"
+    for _ in range(3):
+        found = cache.lookup([U(question)], session="a")
+        if found.zone is not Zone.HIT:
+            cache.store(found, SHARED_ANSWER)
+    assert cache.stats().shared == 0
+    assert cache.lookup([U(question)], session="b").zone is not Zone.HIT

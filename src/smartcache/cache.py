@@ -38,7 +38,9 @@ from smartcache.decide.verifier import PACKAGED_CROSS, TreeVerifier
 from smartcache.errors import InvalidRequest, StoreError
 from smartcache.fingerprint import Encoder, Fingerprint, Fingerprinter, MemoEncoder, shared_encoder
 from smartcache.learn import AnswerJudge, Judgement, Label
-from smartcache.learn.policy import CHECK, FORWARDED, LearnedPolicy, Observation
+from smartcache.decide.decider import tier_of, words_only
+from smartcache.learn.personal import personal_data
+from smartcache.learn.policy import CHECK, FORWARDED, LearnedPolicy, Observation, Witnesses
 from smartcache.lifecycle import FeedbackResult, Lifecycle
 from smartcache.lookup import CacheRequest, Lookup
 from smartcache.store import Answer, Entry, EntryId, EntryState, MemoryStore, Scope, SearchFilter, Store, VersionKey
@@ -77,6 +79,7 @@ class CacheStats:
     observations: int = 0       # labels learned from traffic (forwarded requests and checks)
     checks: int = 0             # served answers checked against the engine
     checks_wrong: int = 0       # ... and found different: the measured live error
+    shared: int = 0             # answers proven the same across sessions, put into the global pool
 
 
 def make_store(config: CacheConfig, dim: int) -> Store:
@@ -265,6 +268,8 @@ class SmartCache:
             self._count("store_errors")
             return StoreResult(False, None, None, ReasonCode.STORE_ERROR, str(exc))
         self._count("stores")
+        if scope_value is Scope.SESSION:
+            self._witness(request, entry, answer)
         return StoreResult(True, entry.cache_id, entry.state, None, "written as pending")
 
     def _request_of(self, messages: Lookup | CacheRequest | Any, *, session: str | None, tenant: str | None,
@@ -388,6 +393,60 @@ class SmartCache:
             for tenant in self.policy.tenants():
                 self._save_learned(tenant)
 
+    def _witness(self, request: CacheRequest, entry: Entry, answer: str) -> None:
+        """Proven safe across users: the same request (word for word, after the same history,
+        under the same versions) answered the same in ``share_after`` sessions puts the first
+        of those answers into the tenant's global pool. Answers that differ between sessions
+        are personal, and so is a request or answer with personal data; the high-risk tier is
+        never shared. Only sessions that really asked count: nothing a client says is read."""
+        need = self.config.learning.share_after
+        if self.policy is None or need == 0 or request.session is None:
+            return
+        fp, tenant = request.fingerprint, request.tenant
+        if tier_of(fp.signature.domain) == "high":
+            return
+        self._policy_of(tenant)          # the stored state first, so that a save does not drop it
+        key = f"{request.version.digest()}|{fp.signature.history_hash}|{words_only(fp.signature.text)}"
+        seen = self.policy.witnesses(tenant, key)
+        turns = " ".join(t.text for t in request.conversation.turns if t.role == "user")
+        if personal_data(turns) or personal_data(answer):
+            if seen is None or not seen.personal:
+                self._keep_witness(tenant, key, Witnesses(entry.cache_id, (request.session,), personal=True))
+            return
+        if seen is None:
+            self._keep_witness(tenant, key, Witnesses(entry.cache_id, (request.session,)))
+            return
+        if seen.personal or seen.shared or request.session in seen.sessions:
+            return
+        try:
+            first = self.backend.get(seen.entry)
+        except StoreError:
+            return
+        if first is None or first.state is EntryState.INVALID:      # gone: this answer starts the count again
+            self._keep_witness(tenant, key, Witnesses(entry.cache_id, (request.session,)))
+            return
+        label = self.judge.compare(first.answer.text, answer).label
+        if label is Label.UNDECIDED:
+            return
+        if label is Label.DIFFERENT:        # the engine answers this request differently per user
+            self._keep_witness(tenant, key, replace(seen, personal=True))
+            return
+        sessions = seen.sessions + (request.session,)
+        shared = len(sessions) >= need
+        if shared:
+            try:
+                self.lifecycle.promote(first.cache_id, to_global=True)
+                self._count("shared")
+            except (StoreError, InvalidRequest, KeyError) as exc:
+                log.warning("smartcache could not share %s: %s", first.cache_id, exc)
+                shared = False
+        self._keep_witness(tenant, key, replace(seen, sessions=sessions, shared=shared))
+
+    def _keep_witness(self, tenant: str, key: str, record: Witnesses) -> None:
+        assert self.policy is not None
+        if self.policy.witness(tenant, key, record):
+            self._save_learned(tenant)
+
     def _sample_check(self, tenant: str, decision: Decision) -> Decision:
         """A sampled share of the verifier's hits asks to be checked against the engine, so the
         live error is measured and the learned point can rise when it must."""
@@ -510,7 +569,7 @@ class SmartCache:
             evicted=self.lifecycle.evicted, encoder=self.encoder.name,
             memo_hits=self.encoder.hits, memo_misses=self.encoder.misses,
             observations=counts.get("observations", 0),
-            checks=checked, checks_wrong=wrong,
+            checks=checked, checks_wrong=wrong, shared=counts.get("shared", 0),
         )
 
     def _count(self, key: str, n: int = 1) -> None:

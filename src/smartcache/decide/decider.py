@@ -48,11 +48,11 @@ WEIGHED = 4   # candidates the verifier weighs per request (the store's top-k is
 _NOT_WORDS = re.compile(r"[^\w]+")
 
 
-def _words_only(text: str) -> str:
+def words_only(text: str) -> str:
     """A normalised text without its punctuation and spaces, but where they stand between two
     digits ("3.5" is not "35"): "杭州三天怎么玩?" and "杭州三天怎么玩" are one request word for word.
 
-        >>> _words_only("how do i reset my password ?"), _words_only("3.5 kg"), _words_only("杭州三天怎么玩?")
+        >>> words_only("how do i reset my password ?"), words_only("3.5 kg"), words_only("杭州三天怎么玩?")
         ('howdoiresetmypassword', '3.5kg', '杭州三天怎么玩')
     """
     def keep(m: re.Match[str]) -> str:
@@ -242,8 +242,8 @@ class Decider:
         # The same request word for word after normalisation (punctuation aside), after the same history, is the
         # same request: no model's doubt about it is worth a miss (an exact repeat was refused at
         # p(same) 0.886, turn cosine 1.000). Gates and vetoes have had their say already.
-        words = _words_only(fp.signature.text)
-        exact = [i for i, e in enumerate(open_) if _words_only(e.entry.signature.text) == words
+        words = words_only(fp.signature.text)
+        exact = [i for i, e in enumerate(open_) if words_only(e.entry.signature.text) == words
                  and e.entry.prefix_hash == fp.signature.history_hash]
         if exact:
             ranked = exact[:1] + [i for i in ranked if i != exact[0]]
@@ -337,4 +337,4 @@ class Decider:
         return check_answer(constraints_of(user_turns), entry.answer.text)
 
 
-__all__ = ["Decider", "Gate", "ServePolicy", "lang_of", "stratum_of", "tier_of"]
+__all__ = ["Decider", "Gate", "ServePolicy", "lang_of", "stratum_of", "tier_of", "words_only"]

@@ -53,7 +53,9 @@ class LearningConfig:
     share of hits checked against the engine, at least / at most. ``half_life``: after
     this many observations of a stratum an old one weighs half. ``segment``: how many of
     the lowest observations of a served region must themselves stay under
-    ``segment_factor`` × δ. ``max_entries``: entries whose own evidence is remembered."""
+    ``segment_factor`` × δ. ``max_entries``: entries whose own evidence is remembered, and
+    requests whose answers are tracked across sessions. ``share_after``: sessions that must
+    get the same answer to the same request before it enters the tenant's global pool."""
 
     enabled: bool = _LEARN["enabled"]
     error_bound: float = _LEARN["error_bound"]
@@ -66,6 +68,7 @@ class LearningConfig:
     segment_factor: float = _LEARN["segment_factor"]
     max_entries: int = _LEARN["max_entries"]
     persist_every: int = _LEARN["persist_every"]
+    share_after: int = _LEARN["share_after"]
 
     def __post_init__(self) -> None:
         if not isinstance(self.enabled, bool):
@@ -78,6 +81,8 @@ class LearningConfig:
             raise ValueError("learning.confidence must be in [0.5, 1)")
         if self.check_floor > self.check_cap:
             raise ValueError("learning.check_floor must not exceed learning.check_cap")
+        if not isinstance(self.share_after, int) or self.share_after < 0 or self.share_after == 1:
+            raise ValueError("learning.share_after must be 0 (never) or a number of sessions of at least 2")
         if self.half_life <= 0 or self.segment < 1 or self.segment_factor < 1 or self.max_entries < 1 \
                 or self.persist_every < 1:
             raise ValueError("learning.half_life, segment, segment_factor, max_entries and persist_every "
@@ -98,6 +103,18 @@ class Observation:
     correct: bool
     entry: str
     kind: str = FORWARDED
+
+
+@dataclass(frozen=True)
+class Witnesses:
+    """Sessions that sent one request (word for word, same history and versions) and got the
+    same answer as ``entry``'s. ``personal``: two sessions got different answers, or the
+    request or answer holds personal data: never shared. ``shared``: promoted already."""
+
+    entry: str
+    sessions: tuple[str, ...]
+    personal: bool = False
+    shared: bool = False
 
 
 @dataclass(frozen=True)
@@ -131,6 +148,7 @@ class _Tenant:
         self.served: dict[str, int] = defaultdict(int)
         self.checks: list[int] = [0, 0]                            # [checked, found wrong]
         self.points: dict[tuple[str, float], ServePoint] = {}      # memo, cleared by each observation
+        self.shared: OrderedDict[str, Witnesses] = OrderedDict()   # request key -> who got which answer
         self.unsaved = 0
 
 
@@ -226,6 +244,23 @@ class LearnedPolicy:
             state.unsaved += 1
             return state.unsaved >= self.config.persist_every
 
+    def witnesses(self, tenant: str, key: str) -> Witnesses | None:
+        with self._lock:
+            state = self._tenants.get(tenant)
+            return None if state is None else state.shared.get(key)
+
+    def witness(self, tenant: str, key: str, record: Witnesses) -> bool:
+        """Keep ``record`` for the request ``key`` (the most recent ``max_entries`` are kept);
+        True when the tenant's state has enough unsaved news to save."""
+        with self._lock:
+            state = self._tenants[tenant]
+            state.shared[key] = record
+            state.shared.move_to_end(key)
+            while len(state.shared) > self.config.max_entries:
+                state.shared.popitem(last=False)
+            state.unsaved += 1
+            return state.unsaved >= self.config.persist_every
+
     def live(self, tenant: str | None = None) -> tuple[int, int]:
         """(checked, found wrong) of the served answers checked so far (one tenant, or all)."""
         with self._lock:
@@ -256,7 +291,9 @@ class LearnedPolicy:
             return json.dumps({"format": STATE_FORMAT,
                                "strata": {k: h.to_json() for k, h in state.strata.items()},
                                "floors": dict(state.floors), "served": dict(state.served),
-                               "checks": state.checks}, separators=(",", ":"))
+                               "checks": state.checks,
+                               "shared": {k: [w.entry, list(w.sessions), w.personal, w.shared]
+                                          for k, w in state.shared.items()}}, separators=(",", ":"))
 
     def restore(self, tenant: str, text: str) -> None:
         """Take back what ``state`` gave (after a restart, or from another replica). A state of
@@ -270,6 +307,8 @@ class LearnedPolicy:
             fresh.floors.update({str(k): float(v) for k, v in data["floors"].items()})
             fresh.served.update({str(k): int(v) for k, v in data["served"].items()})
             fresh.checks = [int(data["checks"][0]), int(data["checks"][1])]
+            fresh.shared.update({str(k): Witnesses(str(v[0]), tuple(map(str, v[1])), bool(v[2]), bool(v[3]))
+                                 for k, v in data.get("shared", {}).items()})
         except (KeyError, TypeError, IndexError, json.JSONDecodeError) as exc:
             raise ValueError(f"unreadable learned state: {exc}") from exc
         with self._lock:
@@ -282,4 +321,4 @@ def _region(right: list[float], wrong: list[float], score: float) -> tuple[float
     return sum(right[i:]) + sum(wrong[i:]), sum(wrong[i:])
 
 
-__all__ = ["CHECK", "FORWARDED", "LearnedPolicy", "LearningConfig", "Observation", "ServePoint"]
+__all__ = ["CHECK", "FORWARDED", "LearnedPolicy", "LearningConfig", "Observation", "ServePoint", "Witnesses"]
