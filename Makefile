@@ -11,7 +11,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv serve test test-fast browser redis-libs demo bench load fuzz benchmark evaluate competing streams calibrate train train-verifier train-base clean
+.PHONY: venv serve test test-fast browser redis-libs demo bench load fuzz benchmark evaluate competing streams judge-eval calibrate train train-verifier train-base clean
 
 venv: $(STAMP)
 
@@ -118,6 +118,11 @@ train-verifier: $(STAMP)
 	$(PY) scripts/build_training.py --out build/training --seed 0
 	$(VENV)/bin/smartcache train-verifier --data build/training --harvest docs/eval/training/harvest.npz \
 	  --out src/smartcache/data/cross_encoder.npz
+
+# Issue 28: the answer judge (learn/judge.py) on the bundled engine's answers to labelled question
+# pairs; answers come from docs/eval/judge/answers.jsonl (only missing ones are generated, slowly).
+judge-eval: $(STAMP)
+	$(PY) scripts/judge_eval.py --json build/judge-eval.json --report docs/eval/judge.md
 
 demo: $(STAMP)
 	$(VENV)/bin/smartcache explain examples/hotel-breakfast.json

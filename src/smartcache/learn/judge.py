@@ -69,6 +69,7 @@ _GENERIC = re.compile(
     r"(?:help|assist|answer|provide|understand|have (?:access|information))|\bas an ai\b|"
     r"抱歉|对不起|很遗憾|无法(?:回答|提供|帮助|理解)|不能(?:回答|提供|帮助)|我不(?:知道|清楚|理解)|作为(?:一个)?(?:ai|人工智能)")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_LIST_MARK = re.compile(r"^\s*\d+[.)、](?!\d)", re.M)
 _CODE_BLOCK = re.compile(r"```[^\n]*\n?(.*?)(?:```|$)", re.S)
 _INLINE_CODE = re.compile(r"`([^`\n]+)`")
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?|[\u3400-\u4dbf\u4e00-\u9fff]")
@@ -164,7 +165,9 @@ def _bare(text: str) -> str:
 
 def _cheap_differences(a: str, b: str) -> str:
     """Numbers, code, negations of two normalised answers: the first that differs, as a reason."""
-    na, nb = set(_NUMBER.findall(a)), set(_NUMBER.findall(b))
+    # List markers ("1.", "2)") are counted by key_facts' list length, not compared as numbers:
+    # an answer cut short after "1." would otherwise differ from one cut before it.
+    na, nb = set(_NUMBER.findall(_LIST_MARK.sub(" ", a))), set(_NUMBER.findall(_LIST_MARK.sub(" ", b)))
     if na != nb:
         return f"numbers differ: {_diff(na, nb)}"
     ca, cb = _codes(a), _codes(b)
