@@ -52,6 +52,11 @@ CASES = [
     ("I'm sorry, but I can't help with that.", "I'm sorry, but I can't help with that request.", UNDECIDED, "generic"),
     ("抱歉，我无法回答这个问题。", "抱歉，我无法回答这个问题。", UNDECIDED, "generic"),
     ("Paris.", "Rome.", UNDECIDED, "short"),
+    ("Paris.", "Paris.", UNDECIDED, "short"),
+    # short but specific and identical: an id or a number (an oracle engine's answers)
+    ("(en answer qqp-k88024)", "(en answer qqp-k88024)", SAME, "identical"),
+    ("It is 42.", "It is 42.", SAME, "identical"),
+    ("(en answer qqp-k88024)", "(en answer qqp-k63514)", DIFFERENT, "differ"),
     ("在北京。", "在上海。", DIFFERENT, "differ"),
 ]
 

@@ -16,6 +16,8 @@ UNDECIDED (too short or generic to tell, or in between).
     <Label.DIFFERENT: 'different'>
     >>> judge.compare("Yes.", "No.").label
     <Label.UNDECIDED: 'undecided'>
+    >>> judge.compare("(en answer qqp-k88024)", "(en answer qqp-k88024)").label   # an oracle's, exact
+    <Label.SAME: 'same'>
 
 Checks run cheapest first and stop at the first verdict; one comparison of two answers of
 a hundred tokens costs well under a millisecond without an encoder (the encoder adds one
@@ -126,7 +128,10 @@ class AnswerJudge:
             return Judgement(Label.UNDECIDED, "generic: a refusal, an apology or a bare yes / no", None)
         ua, ub = _units(a), _units(b)
         short = min(len(ua), len(ub)) < t.min_units
-        if _bare(a) == _bare(b) and not short:
+        if _bare(a) == _bare(b) and (not short or _NUMBER.search(a)):
+            # Identical and specific: served, the cached text is the engine's answer letter for letter. A
+            # short answer counts only when it carries a number or an id ("42", "(answer k3483)"):
+            # "Paris." for two questions says nothing about whether they are one question.
             return Judgement(Label.SAME, "identical after normalisation", 1.0)
         cheap = _cheap_differences(a, b)
         if cheap:
