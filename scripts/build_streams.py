@@ -10,6 +10,9 @@ Mixes (3,000 requests each unless --size says otherwise), one file a mix and lan
                          requests after it; paraphrases are rarer
     tenants-{zh,en}      the paraphrase mix spread over four tenants, each with its own questions
                          and a share asked in every tenant (an answer must never cross a tenant)
+    zipf-{zh,en}         most requests repeat a popular question word for word (Zipf), from 400
+                         users' sessions and with no ``scope``: the cache's own policy decides what
+                         is shared across users (proven the same in three sessions)
     multiturn            the dev case files (docs/eval/devset, but the unread -b sets) as
                          conversations: each case's cached turns first, its probe later
 
@@ -175,6 +178,12 @@ def main(argv=None) -> int:
             order[id(r)] = rng.uniform(args.size // 8, args.size // 4)
         streams[f"tenants-{lang}"] = sorted(merged, key=lambda r: order[id(r)])[:args.size]
     streams["multiturn"] = multiturn(ROOT / "docs" / "eval" / "devset", rng)
+    # Drawn from their own generator, so that the streams above stay what they were.
+    zipf_rng = random.Random(args.seed + 1)
+    zipf = {"paraphrase": 0.12, "near_miss": 0.06, "repeat": 0.60, "new": 0.10}
+    for lang, (source, rows) in sources.items():
+        drawn = Mixer(rows, lang, source, zipf_rng).draw(args.size, zipf, 30)
+        streams[f"zipf-{lang}"] = [dict(r, session=f"u{zipf_rng.randrange(400):03d}") for r in drawn]
     for name, requests in streams.items():
         path = out / f"{name}.jsonl"
         with path.open("w", encoding="utf-8") as fh:

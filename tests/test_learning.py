@@ -274,3 +274,30 @@ def test_one_session_repeating_itself_proves_nothing(make_cache):
             cache.store(found, SHARED_ANSWER)
     assert cache.stats().shared == 0
     assert cache.lookup([U(question)], session="b").zone is not Zone.HIT
+
+
+_WRITER = """
+import os, signal, sys
+from smartcache import SmartCache, load_config
+from smartcache.learn.policy import Observation
+cache = SmartCache(load_config(store={"backend": "sqlite", "path": sys.argv[1]}, learning={"persist_every": 50}))
+for i in range(400):    # saved every 50 observations, as traffic would
+    if cache.policy.observe(Observation("default", "en:single:low", 0.4, True, f"e{i}")):
+        cache._save_learned("default")
+print("learned", flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.integration
+def test_learned_state_survives_kill_9(encoder, clock, tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "c.db"
+    proc = subprocess.run([sys.executable, "-c", _WRITER, str(path)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == -9 and "learned" in proc.stdout, proc.stderr[-2000:]
+    cache = SmartCache(load_config(store={"backend": "sqlite", "path": str(path)}), encoder=encoder, clock=clock)
+    cache.lookup([U("anything")], session="s1")
+    point = cache.policy.point("default", STRATUM, 0.9)
+    assert point.source == "learned" and point.n > 390       # all 400 (decayed a little), none lost
