@@ -173,6 +173,36 @@ class SmartCacheStream:
         return Served(False, reason=reason)
 
 
+    def learned(self) -> dict[str, Any]:
+        """What the cache learned, per tenant and stratum: labels right / wrong per score bin
+        (the bins' lower edges), the point it serves at, and the checks. Empty without learning."""
+        from smartcache.learn.bound import EDGES
+
+        policy = self.cache.policy
+        if policy is None:
+            return {}
+        out: dict[str, Any] = {}
+        for tenant in policy.tenants():
+            state = json.loads(policy.state(tenant))
+            strata = {}
+            for name, hist in state["strata"].items():
+                point = policy.point(tenant, name, self.cache.decider.verifier.operating_point(
+                    *_stratum_parts(name)))
+                strata[name] = {"bins": [[EDGES[i], r, w] for i, (r, w) in enumerate(zip(hist["right"], hist["wrong"]))
+                                         if r or w],
+                                "point": point.score, "point_source": point.source}
+            checked, wrong = policy.live(tenant)
+            out[tenant] = {"strata": strata, "checks": checked, "checks_wrong": wrong,
+                           "shared": sum(1 for w in state["shared"].values() if w[3])}
+        return out
+
+
+def _stratum_parts(stratum: str) -> tuple[str, bool, str]:
+    """("zh:single:low") -> the verifier's operating_point arguments (tier, has history, language)."""
+    lang, kind, tier = stratum.split(":")
+    return tier, kind == "history", lang
+
+
 class ExactStream:
     """Exact match on the normalised messages, one pool per tenant (an exact-prefix cache)."""
 
@@ -301,8 +331,10 @@ def replay_stream(requests: Sequence[StreamRequest], systems: Iterable[StreamSys
                                            "reason": served.reason})
             if progress:
                 progress()
+        learned = getattr(system, "learned", None)
         report["systems"][system.name] = {
             "settings": dict(system.settings), "overall": run.overall.to_json(),
+            **({"learned": learned()} if learned is not None else {}),
             **{f"by_{k}": {name: t.to_json() for name, t in sorted(v.items())} for k, v in run.by.items()},
             "windows": [w.to_json() for w in run.windows], "wrong_examples": run.wrong_examples}
     return report
