@@ -13,6 +13,11 @@ cache applies the lifecycle effects the decision implies (a reset or correction
 invalidates the session, a hit is counted, a failed validation lowers the entry's
 weight). Store faults fail open: the lookup becomes a miss with a ``store_error``
 reason, and is counted.
+
+It learns from its traffic (``smartcache.learn``): ``store(lookup, answer)`` labels the
+candidate the verifier weighed with the engine's answer, ``check(lookup, fresh)`` labels a
+served answer the lookup asked to verify, and an answer the engine gave alike in several
+sessions is shared with the tenant's global pool.
 """
 
 from __future__ import annotations
@@ -37,8 +42,8 @@ from smartcache.decide.cross_encoder import FEATURES as CROSS_FEATURES, shared_c
 from smartcache.decide.verifier import PACKAGED_CROSS, TreeVerifier
 from smartcache.errors import InvalidRequest, StoreError
 from smartcache.fingerprint import Encoder, Fingerprint, Fingerprinter, MemoEncoder, shared_encoder
-from smartcache.learn import AnswerJudge, Judgement, Label
 from smartcache.decide.decider import tier_of, words_only
+from smartcache.learn import AnswerJudge, Judgement, Label
 from smartcache.learn.personal import personal_data
 from smartcache.learn.policy import CHECK, FORWARDED, LearnedPolicy, Observation, Witnesses
 from smartcache.lifecycle import FeedbackResult, Lifecycle
