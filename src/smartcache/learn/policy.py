@@ -37,12 +37,15 @@ from collections import OrderedDict, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from smartcache.defaults import section
-from smartcache.learn.bound import EDGES, Histogram, bin_of, lower, upper
+from smartcache.learn.bound import EDGES, Histogram, bin_of, lower, upper, uppers
 
 FORWARDED = "forwarded"    # the request went to the engine anyway: its answer is a free label
 CHECK = "check"            # a served answer, checked against a fresh one (an engine call of its own)
 STATE_FORMAT = 1
+REFRESH = 16              # labels of a stratum after which its point is computed again
 _LEARN = section("learning")        # field defaults live in data/defaults.toml only
 
 
@@ -147,7 +150,8 @@ class _Tenant:
         self.floors: OrderedDict[str, float] = OrderedDict()       # entry -> highest score judged different
         self.served: dict[str, int] = defaultdict(int)
         self.checks: list[int] = [0, 0]                            # [checked, found wrong]
-        self.points: dict[tuple[str, float], ServePoint] = {}      # memo, cleared by each observation
+        self.points: dict[tuple[str, float], ServePoint] = {}      # memo, refreshed as labels come
+        self.stale: dict[str, int] = defaultdict(int)              # labels of a stratum since its memo
         self.shared: OrderedDict[str, Witnesses] = OrderedDict()   # request key -> who got which answer
         self.unsaved = 0
 
@@ -177,15 +181,21 @@ class LearnedPolicy:
 
     def _point(self, hist: Histogram, stratum: str, packaged: float) -> ServePoint:
         delta, conf = self.config.delta(stratum), self.config.confidence
-        right, wrong = hist.counts()
-        learned: ServePoint | None = None
-        n = k = 0.0
-        for i in range(len(EDGES) - 1, -1, -1):          # regions [EDGES[i], 1], widening downwards
-            n, k = n + right[i] + wrong[i], k + wrong[i]
-            if right[i] + wrong[i] == 0 or upper(k, n, conf) > delta or not self._edge_holds(right, wrong, i, delta):
-                continue
-            learned = ServePoint(EDGES[i], "learned", n, k, upper(k, n, conf), delta)
-        at = _region(right, wrong, packaged)
+        right, wrong = (np.asarray(c) for c in hist.counts())
+        seen = right + wrong
+        # Regions [EDGES[i], 1]: their labels and wrong ones, widening downwards; one vector of bounds.
+        n_region, k_region = np.cumsum(seen[::-1])[::-1], np.cumsum(wrong[::-1])[::-1]
+        bound = uppers(k_region, n_region, conf)
+        # Each region's edge: its lowest bins holding at least ``segment`` labels (or all of it).
+        below_n, below_k = np.concatenate(([0.0], np.cumsum(seen))), np.concatenate(([0.0], np.cumsum(wrong)))
+        ends = np.minimum(np.searchsorted(below_n, below_n[:-1] + self.config.segment - 1e-9), len(EDGES))
+        edge = uppers(below_k[ends] - below_k[:-1], below_n[ends] - below_n[:-1], conf)
+        valid = (seen > 0) & (bound <= delta) & (edge <= self.config.segment_factor * delta)
+        learned = None
+        if valid.any():
+            i = int(np.argmax(valid))           # the lowest valid region serves the most
+            learned = ServePoint(EDGES[i], "learned", float(n_region[i]), float(k_region[i]), float(bound[i]), delta)
+        at = _region(list(right), list(wrong), packaged)
         proven_wrong = lower(at[1], at[0], conf) > delta
         if learned is not None and (learned.score < packaged or proven_wrong):
             return learned if learned.score < packaged else ServePoint(learned.score, "tightened", learned.n,
@@ -193,16 +203,6 @@ class LearnedPolicy:
         if proven_wrong:        # nothing of this stratum has earned serving: only word-for-word repeats
             return ServePoint(1.01, "tightened", at[0], at[1], upper(at[1], at[0], conf), delta)
         return ServePoint(packaged, "packaged", at[0], at[1], upper(at[1], at[0], conf), delta)
-
-    def _edge_holds(self, right: list[float], wrong: list[float], i: int, delta: float) -> bool:
-        """Whether the lowest ``segment`` observations of the region from bin ``i`` up stay
-        under ``segment_factor`` × δ: many right answers far above must not hide a bad edge."""
-        n = k = 0.0
-        for j in range(i, len(EDGES)):
-            n, k = n + right[j] + wrong[j], k + wrong[j]
-            if n >= self.config.segment:
-                break
-        return upper(k, n, self.config.confidence) <= self.config.segment_factor * delta
 
     def admits(self, tenant: str, entry: str, score: float) -> bool:
         """False when ``entry`` was answered differently at this score or above."""
@@ -232,7 +232,15 @@ class LearnedPolicy:
         with self._lock:
             state = self._tenants[obs.tenant]
             state.strata[obs.stratum].add(obs.score, obs.correct, self._keep)
-            state.points.clear()
+            # A point is recomputed (~0.5 ms) on the next lookup after every REFRESH labels of its
+            # stratum, and at once after a wrong label at or above it: that one may close a region.
+            mine = [key for key in state.points if key[0] == obs.stratum]
+            state.stale[obs.stratum] += 1
+            if state.stale[obs.stratum] >= REFRESH or (
+                    not obs.correct and any(obs.score >= state.points[key].score for key in mine)):
+                for key in mine:
+                    del state.points[key]
+                state.stale[obs.stratum] = 0
             if not obs.correct:
                 state.floors[obs.entry] = max(obs.score, state.floors.get(obs.entry, 0.0))
                 state.floors.move_to_end(obs.entry)
