@@ -100,3 +100,25 @@ def test_replay_stream_command_writes_json_markdown_and_plot(tmp_path, capsys):
     assert "| exact |" in md.read_text(encoding="utf-8")
     assert md.with_suffix(".png").read_bytes()[:4] == b"\x89PNG"
     assert main(["replay", "--stream", str(stream), "--systems", "nonsense"]) == 2
+
+
+def test_the_learning_cache_shares_what_three_sessions_were_answered_alike(tmp_path, encoder):
+    from smartcache.cli.replay import make_stream_systems
+
+    question = "How do I reset my password?"
+    rows = [line(i, question, "k0", session=f"u{i}", t=float(i)) for i in range(6)]
+    requests = load_stream(write(tmp_path / "s.jsonl", rows))
+    config = load_config(store={"backend": "memory"})
+    systems = make_stream_systems(["static", "smartcache", "smartcache:0.02"], config, encoder)
+    assert [s.settings["learning"] for s in systems] == [False, True, True]
+    assert systems[2].settings["error_bound"] == 0.02
+    report = replay_stream(requests, systems)
+    # Six users ask word for word, with no scope: the packaged path keeps each answer in its
+    # session; learning shares it once three sessions got it alike, so users 4-6 are served.
+    assert report["systems"]["static"]["overall"]["hits"] == 0
+    learning = report["systems"]["smartcache"]
+    assert learning["overall"]["hits"] == 3 and learning["overall"]["wrong"] == 0
+    assert learning["learned"]["t0"]["shared"] == 1 and "learned" in report["systems"]["static"]
+    assert report["systems"]["static"]["learned"] == {}
+    with pytest.raises(ValueError):
+        make_stream_systems(["smartcache:2"], config, encoder)
