@@ -18,8 +18,9 @@ STRATUM = "en:single:low"
 
 
 def fill(policy: LearnedPolicy, tenant: str, scores, correct: bool, kind: str = FORWARDED, entry: str = "e") -> None:
+    """Labels from as many sessions as there are labels (one session adds at most 20)."""
     for i, score in enumerate(scores):
-        policy.observe(Observation(tenant, STRATUM, score, correct, f"{entry}{i}", kind))
+        policy.observe(Observation(tenant, STRATUM, score, correct, f"{entry}{i}", kind, session=f"{entry}{i}"))
 
 
 # -- the pooled policy ------------------------------------------------------------------------
@@ -63,7 +64,7 @@ def test_checks_that_prove_the_packaged_point_wrong_tighten_it():
 
 def test_an_entry_answered_differently_is_not_served_at_that_score_again():
     policy = LearnedPolicy(LearningConfig(error_bound=0.01))
-    policy.observe(Observation("t", STRATUM, 0.8, False, "e1"))
+    policy.observe(Observation("t", STRATUM, 0.8, False, "e1", session="s1"))
     assert not policy.admits("t", "e1", 0.8) and not policy.admits("t", "e1", 0.7)
     assert policy.admits("t", "e1", 0.85) and policy.admits("t", "e2", 0.5) and policy.admits("u", "e1", 0.5)
 
@@ -88,10 +89,25 @@ def test_each_tenant_learns_alone_and_state_round_trips():
 def test_the_strict_tier_needs_more_evidence():
     policy = LearnedPolicy(LearningConfig(error_bound=0.01, strict_error_bound=0.002))
     for i in range(400):
-        policy.observe(Observation("t", "en:single:high", 0.4, True, f"e{i}"))
-        policy.observe(Observation("t", STRATUM, 0.4, True, f"e{i}"))
+        policy.observe(Observation("t", "en:single:high", 0.4, True, f"e{i}", session=f"h{i}"))
+        policy.observe(Observation("t", STRATUM, 0.4, True, f"e{i}", session=f"l{i}"))
     assert policy.point("t", STRATUM, 0.9).source == "learned"
     assert policy.point("t", "en:single:high", 0.9).source == "packaged"     # 0.002 needs ~1,500
+
+
+def test_one_session_cannot_flood_the_pool():
+    # 2,000 labels "the same" at P(same) 0.3, all chosen by one client: at most 20 count, the
+    # point stays packaged, and another tenant learns nothing from it.
+    policy = LearnedPolicy(LearningConfig(error_bound=0.01, labels_per_session=20))
+    for i in range(2000):
+        policy.observe(Observation("a", STRATUM, 0.3, True, f"e{i}", session="attacker"))
+    assert policy.summary("a")[STRATUM]["observations"] == pytest.approx(20, abs=0.1)
+    assert policy.point("a", STRATUM, 0.9).source == "packaged"
+    assert policy.point("b", STRATUM, 0.9).source == "packaged" and policy.summary("b") == {}
+    again = LearnedPolicy(LearningConfig(error_bound=0.01, labels_per_session=20))
+    again.restore("a", policy.state("a"))       # the count survives a restart
+    assert not again.observe(Observation("a", STRATUM, 0.3, True, "x", session="attacker"))
+    assert again.summary("a")[STRATUM]["observations"] == pytest.approx(20, abs=0.1)
 
 
 def test_check_rate_falls_from_the_cap_to_the_floor():
@@ -109,6 +125,8 @@ def test_bad_settings_and_scores_are_refused():
         load_config(learning={"check_floor": 0.5, "check_cap": 0.1})
     with pytest.raises(ValueError):
         LearnedPolicy().observe(Observation("t", STRATUM, float("nan"), True, "e"))
+    with pytest.raises(ConfigError):
+        load_config(learning={"labels_per_session": 0})
     assert upper(0, 0) == 1.0 and EDGES[0] < 0.01 and EDGES[-1] > 0.99
 
 
@@ -282,7 +300,7 @@ from smartcache import SmartCache, load_config
 from smartcache.learn.policy import Observation
 cache = SmartCache(load_config(store={"backend": "sqlite", "path": sys.argv[1]}, learning={"persist_every": 50}))
 for i in range(400):    # saved every 50 observations, as traffic would
-    if cache.policy.observe(Observation("default", "en:single:low", 0.4, True, f"e{i}")):
+    if cache.policy.observe(Observation("default", "en:single:low", 0.4, True, f"e{i}", session=f"s{i}")):
         cache._save_learned("default")
 print("learned", flush=True)
 os.kill(os.getpid(), signal.SIGKILL)

@@ -362,7 +362,7 @@ class SmartCache:
         tenant = found.request.tenant
         self._policy_of(tenant)          # the stored state first, so that a save does not drop it
         due = self.policy.observe(Observation(tenant, found.stratum, score, judgement.label is Label.SAME,
-                                              nearest.cache_id, kind))
+                                              nearest.cache_id, kind, found.request.session or ""))
         self._count("observations")
         if due:
             self._save_learned(tenant)

@@ -20,7 +20,8 @@ is never served again at or below that score: its own evidence refines the poole
     >>> policy.point("t", "en:single:low", 0.9).source
     'packaged'
     >>> for i in range(400):
-    ...     _ = policy.observe(Observation("t", "en:single:low", 0.6 + (i % 40) / 100, True, f"e{i}", FORWARDED))
+    ...     _ = policy.observe(Observation("t", "en:single:low", 0.6 + (i % 40) / 100, True, f"e{i}", FORWARDED,
+    ...                                    session=f"user{i}"))
     >>> point = policy.point("t", "en:single:low", 0.9)
     >>> point.source, point.score < 0.9, point.upper <= 0.01
     ('learned', True, True)
@@ -72,6 +73,7 @@ class LearningConfig:
     max_entries: int = _LEARN["max_entries"]
     persist_every: int = _LEARN["persist_every"]
     share_after: int = _LEARN["share_after"]
+    labels_per_session: int = _LEARN["labels_per_session"]
 
     def __post_init__(self) -> None:
         if not isinstance(self.enabled, bool):
@@ -86,6 +88,8 @@ class LearningConfig:
             raise ValueError("learning.check_floor must not exceed learning.check_cap")
         if not isinstance(self.share_after, int) or self.share_after < 0 or self.share_after == 1:
             raise ValueError("learning.share_after must be 0 (never) or a number of sessions of at least 2")
+        if not isinstance(self.labels_per_session, int) or self.labels_per_session < 1:
+            raise ValueError("learning.labels_per_session must be a positive number of labels")
         if self.half_life <= 0 or self.segment < 1 or self.segment_factor < 1 or self.max_entries < 1 \
                 or self.persist_every < 1:
             raise ValueError("learning.half_life, segment, segment_factor, max_entries and persist_every "
@@ -106,6 +110,7 @@ class Observation:
     correct: bool
     entry: str
     kind: str = FORWARDED
+    session: str = ""       # who sent the request: one session adds at most labels_per_session labels
 
 
 @dataclass(frozen=True)
@@ -153,6 +158,7 @@ class _Tenant:
         self.points: dict[tuple[str, float], ServePoint] = {}      # memo, refreshed as labels come
         self.stale: dict[str, int] = defaultdict(int)              # labels of a stratum since its memo
         self.shared: OrderedDict[str, Witnesses] = OrderedDict()   # request key -> who got which answer
+        self.senders: OrderedDict[str, int] = OrderedDict()        # session -> labels it added
         self.unsaved = 0
 
 
@@ -226,11 +232,22 @@ class LearnedPolicy:
             self._tenants[tenant].served[stratum] += 1
 
     def observe(self, obs: Observation) -> bool:
-        """Record one label; True when the tenant's state has enough unsaved news to save."""
+        """Record one label; True when the tenant's state has enough unsaved news to save. A
+        session past its ``labels_per_session`` adds nothing."""
         if not 0.0 <= obs.score <= 1.0 or math.isnan(obs.score):
             raise ValueError(f"a score must be a probability, got {obs.score!r}")
         with self._lock:
             state = self._tenants[obs.tenant]
+            # Labels are the engine's answers, but which requests get labelled is the client's
+            # choice: one session (requests without one are a single anonymous sender) may not
+            # fill the pool with the near-duplicates it picked.
+            sent = state.senders.get(obs.session, 0)
+            if sent >= self.config.labels_per_session:
+                return False
+            state.senders[obs.session] = sent + 1
+            state.senders.move_to_end(obs.session)
+            while len(state.senders) > self.config.max_entries:
+                state.senders.popitem(last=False)
             state.strata[obs.stratum].add(obs.score, obs.correct, self._keep)
             # A point is recomputed (~0.5 ms) on the next lookup after every REFRESH labels of its
             # stratum, and at once after a wrong label at or above it: that one may close a region.
@@ -299,7 +316,7 @@ class LearnedPolicy:
             return json.dumps({"format": STATE_FORMAT,
                                "strata": {k: h.to_json() for k, h in state.strata.items()},
                                "floors": dict(state.floors), "served": dict(state.served),
-                               "checks": state.checks,
+                               "checks": state.checks, "senders": dict(state.senders),
                                "shared": {k: [w.entry, list(w.sessions), w.personal, w.shared]
                                           for k, w in state.shared.items()}}, separators=(",", ":"))
 
@@ -315,6 +332,7 @@ class LearnedPolicy:
             fresh.floors.update({str(k): float(v) for k, v in data["floors"].items()})
             fresh.served.update({str(k): int(v) for k, v in data["served"].items()})
             fresh.checks = [int(data["checks"][0]), int(data["checks"][1])]
+            fresh.senders.update({str(k): int(v) for k, v in data.get("senders", {}).items()})
             fresh.shared.update({str(k): Witnesses(str(v[0]), tuple(map(str, v[1])), bool(v[2]), bool(v[3]))
                                  for k, v in data.get("shared", {}).items()})
         except (KeyError, TypeError, IndexError, json.JSONDecodeError) as exc:
