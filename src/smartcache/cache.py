@@ -145,6 +145,7 @@ class SmartCache:
             if self.config.learning.enabled and self.config.use_verifier else None
         self.judge = AnswerJudge(self.encoder)
         self._loaded: set[str] = set()          # tenants whose learned state was read from the store
+        self._load_lock = threading.Lock()
         self._sampler = random.Random(f"smartcache-checks-{self.config.learning.error_bound}")
         self._counts: Counter[str] = Counter()
         self._lock = threading.Lock()
@@ -373,17 +374,23 @@ class SmartCache:
         if self.policy is None:
             return None
         if tenant not in self._loaded:
-            self._loaded.add(tenant)
-            try:
-                text = self.backend.load_state(f"learned:{tenant}")
-                if text is not None:
-                    self.policy.restore(tenant, text)
-            except StoreError as exc:       # learning starts afresh; the packaged point holds meanwhile
-                log.warning("smartcache could not read the learned state of %r: %s", tenant, exc)
-                self._loaded.discard(tenant)
-            except ValueError as exc:
-                log.error("smartcache ignores the learned state of %r: %s", tenant, exc)
+            with self._load_lock:       # once: a second restore would drop what was learned meanwhile
+                if tenant not in self._loaded:
+                    self._load_learned(tenant)
         return _TenantPolicy(self.policy, tenant)
+
+    def _load_learned(self, tenant: str) -> None:
+        assert self.policy is not None
+        try:
+            text = self.backend.load_state(f"learned:{tenant}")
+            if text is not None:
+                self.policy.restore(tenant, text)
+        except StoreError as exc:       # the packaged point holds meanwhile; the next lookup tries again
+            log.warning("smartcache could not read the learned state of %r: %s", tenant, exc)
+            return
+        except ValueError as exc:
+            log.error("smartcache ignores the learned state of %r: %s", tenant, exc)
+        self._loaded.add(tenant)
 
     def _save_learned(self, tenant: str) -> None:
         assert self.policy is not None
