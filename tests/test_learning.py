@@ -233,6 +233,9 @@ def test_the_gateway_learns_from_forwarded_answers_and_shows_the_live_error(gate
         assert learning["observations"] == 1 and learning["checks"] == 0 and learning["live_error"] is None
         metrics = client.get("/metrics").text
         assert "smartcache_learned_observations_total 1.0" in metrics and "smartcache_checks_total 0.0" in metrics
+        strata = learning["by_tenant"]["default"]
+        assert sum(s["observations"] for s in strata.values()) == pytest.approx(1.0)
+        assert all(s["point_source"] == "packaged" and s["point"] == s["packaged_point"] for s in strata.values())
 
 
 # -- proven safe across users ----------------------------------------------------------------------

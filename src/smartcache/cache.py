@@ -459,6 +459,22 @@ class SmartCache:
         if self.policy.witness(tenant, key, record):
             self._save_learned(tenant)
 
+    def learned(self, tenant: str) -> dict[str, dict[str, object]]:
+        """What the tenant's traffic has taught, per stratum: labels, wrong ones, hits served,
+        and the point a hit needs now against the packaged one, with the bound it rests on."""
+        if self.policy is None or self.decider.verifier is None:
+            return {}
+        self._policy_of(tenant)
+        out: dict[str, dict[str, object]] = {}
+        for stratum, counts in self.policy.summary(tenant).items():
+            lang, kind, tier = stratum.split(":")
+            packaged = self.decider.verifier.operating_point(tier, kind == "history", lang)
+            point = self.policy.point(tenant, stratum, packaged)
+            out[stratum] = {**counts, "packaged_point": packaged, "point": point.score, "point_source": point.source,
+                            "region_labels": round(point.n, 1), "region_wrong": round(point.wrong, 1),
+                            "wrong_upper95": round(point.upper, 5)}
+        return out
+
     def _sample_check(self, tenant: str, decision: Decision) -> Decision:
         """A sampled share of the verifier's hits asks to be checked against the engine, so the
         live error is measured and the learned point can rise when it must."""

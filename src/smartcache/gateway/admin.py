@@ -105,7 +105,7 @@ def admin_router(service: ChatService, token: str | None, *, closed: bool = Fals
             "saved_tokens": traffic.saved_tokens, "prompt_tokens": traffic.prompt_tokens,
             "pollution": traffic.pollution, "pollution_rate": traffic.pollution_rate,
             "shadow_precision": precision, "shadow_checked": judged,
-            "learning": _learning(s),
+            "learning": {**_learning(s), "by_tenant": {t: cache.learned(t) for t in _learning_tenants(cache)}},
             "invalidations": s.invalidations, "evicted": s.evicted, "timeline": service.telemetry.timeline_json(),
             "timeline_bucket_s": service.telemetry.bucket_s, "by_tenant": service.telemetry.tenants_json(),
             "kv_cache": engine_kv.stats().__dict__ if engine_kv is not None else None,
@@ -173,3 +173,8 @@ def _learning(s) -> dict[str, Any]:
     return {"observations": s.observations, "checks": s.checks, "checks_wrong": s.checks_wrong,
             "live_error": rate.value if s.checks else None, "live_error_lower95": rate.lower if s.checks else None,
             "live_error_upper95": rate.upper if s.checks else None}
+
+
+def _learning_tenants(cache, limit: int = 50) -> list[str]:
+    """The tenants whose learned points the stats show (the first ``limit``; the dashboard polls)."""
+    return [] if cache.policy is None else cache.policy.tenants()[:limit]
