@@ -127,6 +127,10 @@ def test_bad_settings_and_scores_are_refused():
         LearnedPolicy().observe(Observation("t", STRATUM, float("nan"), True, "e"))
     with pytest.raises(ConfigError):
         load_config(learning={"labels_per_session": 0})
+    with pytest.raises(ConfigError):
+        load_config(learning={"half_life": "long"})
+    with pytest.raises(ConfigError):
+        load_config(learning={"no_such_knob": 1})
     assert upper(0, 0) == 1.0 and EDGES[0] < 0.01 and EDGES[-1] > 0.99
 
 

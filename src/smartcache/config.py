@@ -166,8 +166,8 @@ def _build(data: Mapping[str, Any]) -> CacheConfig:
 def _learning(table: Mapping[str, Any]) -> LearningConfig:
     try:
         return LearningConfig(**dict(table))
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from exc
+    except (TypeError, ValueError) as exc:     # an unknown field, a value of the wrong type or range
+        raise ConfigError(f"invalid [learning]: {exc}") from exc
 
 
 def load_config(path: str | Path | None = None, **overrides: Any) -> CacheConfig:
