@@ -53,6 +53,34 @@ def test_a_few_bad_answers_at_the_edge_are_not_hidden_by_many_good_ones_far_abov
     assert policy.point("t", STRATUM, 0.9).score > 0.3
 
 
+def test_checked_hits_far_above_never_dilute_a_band_below():
+    # Right labels at 0.995 (checked hits, word-for-word repeats) say nothing about 0.3-0.85.
+    policy = LearnedPolicy(LearningConfig(error_bound=0.01))
+    fill(policy, "t", [0.995] * 326, True, CHECK)
+    fill(policy, "t", [0.31], True, entry="lone")
+    assert policy.point("t", STRATUM, 0.9).source == "packaged"
+    fill(policy, "t", [0.996] * 3000, True, CHECK, entry="c")
+    rng = random.Random(1)
+    for i in range(60):
+        policy.observe(Observation("t", STRATUM, rng.uniform(0.4, 0.85), i % 8 != 0, f"b{i}", session=f"b{i}"))
+    assert policy.point("t", STRATUM, 0.9).source == "packaged"
+
+
+def test_wrong_labels_count_past_a_sessions_cap():
+    policy = LearnedPolicy(LearningConfig(labels_per_session=20))
+    for i in range(20):
+        policy.observe(Observation("t", STRATUM, 0.95, True, f"e{i}", CHECK, session=""))
+    policy.observe(Observation("t", STRATUM, 0.97, False, "E", CHECK, session=""))
+    assert policy.live("t") == (21, 1) and not policy.admits("t", "E", 0.97)
+
+
+@pytest.mark.parametrize("text", ["[]", "null", '{"format": 1, "strata": []}', '"x"',
+                                  '{"format": 1, "strata": {"bad": {"right": [0], "wrong": [0]}}}'])
+def test_a_malformed_state_is_a_value_error(text):
+    with pytest.raises(ValueError):
+        LearnedPolicy().restore("t", text)
+
+
 def test_checks_that_prove_the_packaged_point_wrong_tighten_it():
     policy = LearnedPolicy(LearningConfig(error_bound=0.01))
     fill(policy, "t", [0.95] * 200, True, CHECK)
@@ -326,3 +354,50 @@ def test_learned_state_survives_kill_9(encoder, clock, tmp_path):
     cache.lookup([U("anything")], session="s1")
     point = cache.policy.point("default", STRATUM, 0.9)
     assert point.source == "learned" and point.n > 390       # all 400 (decayed a little), none lost
+
+
+def test_a_pending_answer_is_not_shared_before_its_window_and_a_differing_one_is_withdrawn(make_cache):
+    cache = make_cache()
+    question = "How do I reset my password?"
+    for session in "abc":       # answers written, none promoted: the first one is still pending
+        found = cache.lookup([U(question)], session=session)
+        assert cache.store(found, SHARED_ANSWER).stored
+    assert cache.stats().shared == 0
+    first = next(e for e in cache.entries() if e.session_id == "a")
+    cache.promote(first.cache_id)                     # its window passed
+    found = cache.lookup([U(question)], session="d")
+    assert found.zone is not Zone.HIT
+    cache.store(found, SHARED_ANSWER)
+    assert cache.stats().shared == 1
+    assert cache.lookup([U(question)], session="e").zone is Zone.HIT
+    # Another session's engine answer to the same words differs: the shared answer is withdrawn.
+    cache.store(cache.prepare([U(question)], session="f"), OTHER)
+    assert cache.get(first.cache_id).state.value == "invalid"
+    assert cache.lookup([U(question)], session="g").zone is not Zone.HIT
+
+
+def test_personal_data_anywhere_in_the_conversation_is_never_shared(make_cache):
+    from conftest import S
+    cache = make_cache()
+    messages = [S("You are the assistant of jane.doe@example.com."), U("How do I reset my password?")]
+    for session in "abcd":
+        found = cache.lookup(messages, session=session)
+        if found.zone is not Zone.HIT:
+            stored = cache.store(found, SHARED_ANSWER)
+            cache.promote(stored.cache_id)
+    assert cache.stats().shared == 0
+
+
+def test_nothing_is_learned_while_the_stored_state_cannot_be_read(make_cache):
+    from smartcache.errors import StoreError
+    cache = make_cache()
+
+    def down(name):
+        raise StoreError("store down")
+    cache.backend.inner.load_state = down           # the guarded store turns it into a StoreError
+    stored = cache.store([U("How do I reset my password?")], ANSWER, session="s1", scope="global")
+    cache.promote(stored.cache_id, to_global=True)
+    found = cache.lookup([U("How do I reset my router?")], session="s2")
+    assert found.nearest is not None
+    cache.store(found, OTHER)
+    assert cache.stats().observations == 0          # the packaged point decided; nothing learned

@@ -146,6 +146,7 @@ class SmartCache:
         self.judge = AnswerJudge(self.encoder)
         self._loaded: set[str] = set()          # tenants whose learned state was read from the store
         self._load_lock = threading.Lock()
+        self._witness_lock = threading.Lock()
         self._sampler = random.Random(f"smartcache-checks-{self.config.learning.error_bound}")
         self._counts: Counter[str] = Counter()
         self._lock = threading.Lock()
@@ -361,7 +362,8 @@ class SmartCache:
         if judgement.label is Label.UNDECIDED:
             return judgement
         tenant = found.request.tenant
-        self._policy_of(tenant)          # the stored state first, so that a save does not drop it
+        if self._policy_of(tenant) is None:     # the stored state first, so that a save does not drop it
+            return judgement
         due = self.policy.observe(Observation(tenant, found.stratum, score, judgement.label is Label.SAME,
                                               nearest.cache_id, kind, found.request.session or ""))
         self._count("observations")
@@ -370,14 +372,17 @@ class SmartCache:
         return judgement
 
     def _policy_of(self, tenant: str) -> "_TenantPolicy | None":
-        """The learned policy as one tenant sees it, its state read from the store on first use."""
+        """The learned policy as one tenant sees it, its state read from the store on first use
+        (None while learning is off or the store could not be read)."""
         if self.policy is None:
             return None
         if tenant not in self._loaded:
             with self._load_lock:       # once: a second restore would drop what was learned meanwhile
                 if tenant not in self._loaded:
                     self._load_learned(tenant)
-        return _TenantPolicy(self.policy, tenant)
+        # Until the stored state is read, the packaged point decides and nothing is learned: labels
+        # learned into an empty state would overwrite the stored ones at the next save.
+        return _TenantPolicy(self.policy, tenant) if tenant in self._loaded else None
 
     def _load_learned(self, tenant: str) -> None:
         assert self.policy is not None
@@ -406,53 +411,62 @@ class SmartCache:
                 self._save_learned(tenant)
 
     def _witness(self, request: CacheRequest, entry: Entry, answer: str) -> None:
-        """Proven safe across users: the same request (word for word, after the same history,
+        """Proven safe across sessions: the same request (word for word, after the same history,
         under the same versions) answered the same in ``share_after`` sessions puts the first
-        of those answers into the tenant's global pool. Answers that differ between sessions
-        are personal, and so is a request or answer with personal data; the high-risk tier is
-        never shared. Only sessions that really asked count: nothing a client says is read."""
+        of those answers, once it is ready, into the tenant's global pool. Answers that differ
+        between sessions are personal (a shared one is withdrawn), and so is a conversation or
+        answer with personal data; the high-risk tier is never shared. Sessions are the ids the
+        clients send: with signed sessions (security.md) a client cannot mint them."""
         need = self.config.learning.share_after
         if self.policy is None or need == 0 or request.session is None:
             return
         fp, tenant = request.fingerprint, request.tenant
-        if tier_of(fp.signature.domain) == "high":
+        if tier_of(fp.signature.domain) == "high" or self._policy_of(tenant) is None:
             return
-        self._policy_of(tenant)          # the stored state first, so that a save does not drop it
         key = f"{request.version.digest()}|{fp.signature.history_hash}|{words_only(fp.signature.text)}"
-        seen = self.policy.witnesses(tenant, key)
-        turns = " ".join(t.text for t in request.conversation.turns if t.role == "user")
-        if personal_data(turns) or personal_data(answer):
-            if seen is None or not seen.personal:
-                self._keep_witness(tenant, key, Witnesses(entry.cache_id, (request.session,), personal=True))
-            return
-        if seen is None:
-            self._keep_witness(tenant, key, Witnesses(entry.cache_id, (request.session,)))
-            return
-        if seen.personal or seen.shared or request.session in seen.sessions:
-            return
-        try:
-            first = self.backend.get(seen.entry)
-        except StoreError:
-            return
-        if first is None or first.state is EntryState.INVALID:      # gone: this answer starts the count again
-            self._keep_witness(tenant, key, Witnesses(entry.cache_id, (request.session,)))
-            return
-        label = self.judge.compare(first.answer.text, answer).label
-        if label is Label.UNDECIDED:
-            return
-        if label is Label.DIFFERENT:        # the engine answers this request differently per user
-            self._keep_witness(tenant, key, replace(seen, personal=True))
-            return
-        sessions = seen.sessions + (request.session,)
-        shared = len(sessions) >= need
-        if shared:
+        conversation = " ".join([request.conversation.system] + [t.text for t in request.conversation.turns])
+        with self._witness_lock:        # read, judge and write one record at a time: no flag is lost
+            seen = self.policy.witnesses(tenant, key)
+            if personal_data(conversation) or personal_data(answer):
+                if seen is None or not seen.personal:
+                    self._keep_witness(tenant, key, Witnesses(entry.cache_id, (request.session,), personal=True))
+                return
+            if seen is None:
+                self._keep_witness(tenant, key, Witnesses(entry.cache_id, (request.session,)))
+                return
+            if seen.personal or request.session in seen.sessions:
+                return
             try:
-                self.lifecycle.promote(first.cache_id, to_global=True)
-                self._count("shared")
-            except (StoreError, InvalidRequest, KeyError) as exc:
-                log.warning("smartcache could not share %s: %s", first.cache_id, exc)
-                shared = False
-        self._keep_witness(tenant, key, replace(seen, sessions=sessions, shared=shared))
+                first = self.backend.get(seen.entry)
+            except StoreError:
+                return
+            if first is None or first.state is EntryState.INVALID:  # gone: this answer starts the count again
+                self._keep_witness(tenant, key, Witnesses(entry.cache_id, (request.session,)))
+                return
+            label = self.judge.compare(first.answer.text, answer).label
+            if label is Label.UNDECIDED:
+                return
+            if label is Label.DIFFERENT:        # the engine answers this request differently per session
+                self._keep_witness(tenant, key, replace(seen, personal=True, shared=False))
+                if seen.shared:                 # withdrawn from the pool it should never have entered
+                    try:
+                        self.lifecycle.invalidate(tenant=tenant, cache_id=first.cache_id)
+                    except StoreError as exc:
+                        log.warning("smartcache could not withdraw shared %s: %s", first.cache_id, exc)
+                return
+            if seen.shared:
+                return
+            sessions = seen.sessions + (request.session,)
+            # Shared only once its own window has passed without a regenerate or a complaint.
+            shared = len(sessions) >= need and first.state is EntryState.READY
+            if shared:
+                try:
+                    self.lifecycle.promote(first.cache_id, to_global=True)
+                    self._count("shared")
+                except (StoreError, InvalidRequest, KeyError) as exc:
+                    log.warning("smartcache could not share %s: %s", first.cache_id, exc)
+                    shared = False
+            self._keep_witness(tenant, key, replace(seen, sessions=sessions, shared=shared))
 
     def _keep_witness(self, tenant: str, key: str, record: Witnesses) -> None:
         assert self.policy is not None

@@ -8,12 +8,13 @@ stratum (language, with or without a history, risk tier), in a histogram over th
 score; so a new entry inherits what the tenant's traffic has taught, where vCache
 learns each entry alone and from scratch.
 
-The point a stratum serves at is the lowest score τ whose region [τ, 1] has a one-sided
-95 % upper bound on P(wrong) of at most δ, and whose lowest observations (``segment``
-of them) are not much worse, so that a wide region of right answers cannot hide a bad
-edge. Until a region has earned that (about 300 observations at δ = 0.01), the packaged
-calibration stands; when the checks prove it wrong (the lower bound above δ: a drift, a
-changed engine), the point rises by itself. An entry answered differently at some score
+The point a stratum serves at is the lowest score τ below the packaged point whose band
+[τ, packaged] — what learning adds to what is served — has a one-sided 95 % upper bound on
+P(wrong) of at most δ on its own labels, and whose lowest labels (``segment`` of them) are
+not much worse: right answers of the checked hits far above it never dilute it. Until a
+band has earned that (about 300 labels at δ = 0.01), the packaged calibration stands; when
+the checks prove it wrong (the lower bound above δ: a drift, a changed engine), the point
+rises by itself. An entry answered differently at some score
 is never served again at or below that score: its own evidence refines the pooled one.
 
     >>> policy = LearnedPolicy(LearningConfig(error_bound=0.01))
@@ -90,6 +91,8 @@ class LearningConfig:
             raise ValueError("learning.share_after must be 0 (never) or a number of sessions of at least 2")
         if not isinstance(self.labels_per_session, int) or self.labels_per_session < 1:
             raise ValueError("learning.labels_per_session must be a positive number of labels")
+        if not all(math.isfinite(float(v)) for v in (self.half_life, self.segment, self.segment_factor)):
+            raise ValueError("learning.half_life, segment and segment_factor must be finite numbers")
         if self.half_life <= 0 or self.segment < 1 or self.segment_factor < 1 or self.max_entries < 1 \
                 or self.persist_every < 1:
             raise ValueError("learning.half_life, segment, segment_factor, max_entries and persist_every "
@@ -189,25 +192,34 @@ class LearnedPolicy:
         delta, conf = self.config.delta(stratum), self.config.confidence
         right, wrong = (np.asarray(c) for c in hist.counts())
         seen = right + wrong
-        # Regions [EDGES[i], 1]: their labels and wrong ones, widening downwards; one vector of bounds.
-        n_region, k_region = np.cumsum(seen[::-1])[::-1], np.cumsum(wrong[::-1])[::-1]
-        bound = uppers(k_region, n_region, conf)
-        # Each region's edge: its lowest bins holding at least ``segment`` labels (or all of it).
+        top = bin_of(min(packaged, 1.0))       # the bin holding the packaged point
+        # Below the packaged point, what learning adds is the band [EDGES[i], packaged]: it must
+        # hold on its own, never diluted by the checked hits far above it.
+        band_n = np.cumsum(seen[top::-1])[::-1]
+        band_k = np.cumsum(wrong[top::-1])[::-1]
+        bound = uppers(band_k, band_n, conf)
+        # ... and so must its edge: the lowest bins of the band holding ``segment`` labels.
         below_n, below_k = np.concatenate(([0.0], np.cumsum(seen))), np.concatenate(([0.0], np.cumsum(wrong)))
-        ends = np.minimum(np.searchsorted(below_n, below_n[:-1] + self.config.segment - 1e-9), len(EDGES))
-        edge = uppers(below_k[ends] - below_k[:-1], below_n[ends] - below_n[:-1], conf)
-        valid = (seen > 0) & (bound <= delta) & (edge <= self.config.segment_factor * delta)
-        learned = None
-        if valid.any():
-            i = int(np.argmax(valid))           # the lowest valid region serves the most
-            learned = ServePoint(EDGES[i], "learned", float(n_region[i]), float(k_region[i]), float(bound[i]), delta)
+        starts = np.arange(top + 1)
+        ends = np.minimum(np.searchsorted(below_n, below_n[starts] + self.config.segment - 1e-9), top + 1)
+        edge = uppers(below_k[ends] - below_k[starts], below_n[ends] - below_n[starts], conf)
+        valid = (seen[:top + 1] > 0) & (bound <= delta) & (edge <= self.config.segment_factor * delta)
         at = _region(list(right), list(wrong), packaged)
-        proven_wrong = lower(at[1], at[0], conf) > delta
-        if learned is not None and (learned.score < packaged or proven_wrong):
-            return learned if learned.score < packaged else ServePoint(learned.score, "tightened", learned.n,
-                                                                       learned.wrong, learned.upper, delta)
-        if proven_wrong:        # nothing of this stratum has earned serving: only word-for-word repeats
+        if lower(at[1], at[0], conf) > delta:
+            # The checks prove the packaged point wrong (a drift, a changed engine): the lowest region
+            # above it whose own bound holds, or nothing but word-for-word repeats.
+            n_region, k_region = np.cumsum(seen[::-1])[::-1], np.cumsum(wrong[::-1])[::-1]
+            above = uppers(k_region[top + 1:], n_region[top + 1:], conf)
+            ok = np.flatnonzero((seen[top + 1:] > 0) & (above <= delta))
+            if ok.size:
+                i = top + 1 + int(ok[0])
+                return ServePoint(EDGES[i], "tightened", float(n_region[i]), float(k_region[i]),
+                                  float(above[ok[0]]), delta)
             return ServePoint(1.01, "tightened", at[0], at[1], upper(at[1], at[0], conf), delta)
+        if valid.any():
+            i = int(np.argmax(valid))           # the lowest valid band serves the most
+            if EDGES[i] < packaged:
+                return ServePoint(EDGES[i], "learned", float(band_n[i]), float(band_k[i]), float(bound[i]), delta)
         return ServePoint(packaged, "packaged", at[0], at[1], upper(at[1], at[0], conf), delta)
 
     def admits(self, tenant: str, entry: str, score: float) -> bool:
@@ -240,14 +252,16 @@ class LearnedPolicy:
             state = self._tenants[obs.tenant]
             # Labels are the engine's answers, but which requests get labelled is the client's
             # choice: one session (requests without one are a single anonymous sender) may not
-            # fill the pool with the near-duplicates it picked.
-            sent = state.senders.get(obs.session, 0)
-            if sent >= self.config.labels_per_session:
-                return False
-            state.senders[obs.session] = sent + 1
-            state.senders.move_to_end(obs.session)
-            while len(state.senders) > self.config.max_entries:
-                state.senders.popitem(last=False)
+            # fill the pool with "same" labels on the near-duplicates it picked. A wrong label
+            # only ever makes the cache stricter: it always counts.
+            if obs.correct:
+                sent = state.senders.get(obs.session, 0)
+                if sent >= self.config.labels_per_session:
+                    return False
+                state.senders[obs.session] = sent + 1
+                state.senders.move_to_end(obs.session)
+                while len(state.senders) > self.config.max_entries:
+                    state.senders.popitem(last=False)
             state.strata[obs.stratum].add(obs.score, obs.correct, self._keep)
             # A point is recomputed (~0.5 ms) on the next lookup after every REFRESH labels of its
             # stratum, and at once after a wrong label at or above it: that one may close a region.
@@ -325,8 +339,8 @@ class LearnedPolicy:
         another format or a broken one raises ValueError and leaves the tenant as it was."""
         try:
             data = json.loads(text)
-            if data.get("format") != STATE_FORMAT:
-                raise ValueError(f"learned state of format {data.get('format')!r}, not {STATE_FORMAT}")
+            if not isinstance(data, dict) or data.get("format") != STATE_FORMAT:
+                raise ValueError(f"learned state of another format, not {STATE_FORMAT}")
             fresh = _Tenant()
             fresh.strata.update({str(k): Histogram.from_json(v) for k, v in data["strata"].items()})
             fresh.floors.update({str(k): float(v) for k, v in data["floors"].items()})
@@ -335,8 +349,12 @@ class LearnedPolicy:
             fresh.senders.update({str(k): int(v) for k, v in data.get("senders", {}).items()})
             fresh.shared.update({str(k): Witnesses(str(v[0]), tuple(map(str, v[1])), bool(v[2]), bool(v[3]))
                                  for k, v in data.get("shared", {}).items()})
-        except (KeyError, TypeError, IndexError, json.JSONDecodeError) as exc:
-            raise ValueError(f"unreadable learned state: {exc}") from exc
+            for name, hist in fresh.strata.items():
+                counts = hist.right + hist.wrong
+                if name.count(":") != 2 or not all(math.isfinite(v) and v >= 0 for v in counts):
+                    raise ValueError(f"stratum {name!r} is not lang:kind:tier with counts >= 0")
+        except (KeyError, TypeError, IndexError, AttributeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"unreadable learned state: {exc!r}") from exc
         with self._lock:
             self._tenants[tenant] = fresh
 
