@@ -160,3 +160,23 @@ def test_kill_minus_nine_during_a_burst_of_writes_loses_nothing_ready(crash_stor
     some_id, i = next(iter(burst.ready.items()))
     decision = cache.lookup([{"role": "user", "content": WRITER_QUESTION.format(i=i)}], session=writer_session(i))
     assert decision.zone is Zone.HIT and decision.entry.cache_id == some_id
+
+
+@pytest.mark.parametrize("backend", ["memory", "sqlite", pytest.param("redis", marks=pytest.mark.integration)])
+def test_learned_state_is_one_durable_value_per_name(backend, tmp_path, request):
+    """What the cache learned is kept by the store; a reopened SQLite file or another client of
+    the same Redis reads it back, and each name is its own value."""
+    if backend == "memory":
+        store, reopen = MemoryStore(DIM), None
+    elif backend == "sqlite":
+        store, reopen = SqliteStore(tmp_path / "s.db", DIM), lambda: SqliteStore(tmp_path / "s.db", DIM)
+    else:
+        from smartcache.store.redis import RedisStore
+        url, prefix = request.getfixturevalue("redis_url"), f"state{uuid.uuid4().hex[:8]}:"
+        store, reopen = RedisStore(url, DIM, prefix=prefix), lambda: RedisStore(url, DIM, prefix=prefix)
+    assert store.load_state("learned:t1") is None
+    store.save_state("learned:t1", '{"a": 1}')
+    store.save_state("learned:t2", "二")
+    store.save_state("learned:t1", '{"a": 2}')
+    again = reopen() if reopen else store
+    assert again.load_state("learned:t1") == '{"a": 2}' and again.load_state("learned:t2") == "二"
