@@ -193,7 +193,7 @@ def test_learning_needs_a_lookup_and_a_string(make_cache):
 
 
 def test_a_check_found_different_demotes_the_entry_and_counts_as_live_error(make_cache):
-    cache = make_cache()
+    cache = make_cache(exact_path=False)        # the verifier weighs the repeat: a labelled candidate
     stored = cache.store([U("How do I reset my password?")], ANSWER, session="s1")
     cache.promote(stored.cache_id)
     found = cache.lookup([U("How do I reset my password?")], session="s1")

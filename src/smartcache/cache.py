@@ -34,14 +34,15 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
 from smartcache.config import CacheConfig, load_config
-from smartcache.context import build_view, parse_messages
-from smartcache.decide import Decider, Decision, Reason, ReasonCode, Zone, key_facts
+from smartcache.context import build_view, parse_messages, read_key
+from smartcache.decide import Decider, Decision, Gate, Reason, ReasonCode, Scores, Zone, key_facts
 from smartcache.decide.evidence import FEATURES
 from smartcache.decide.match import Switches
 from smartcache.decide.cross_encoder import FEATURES as CROSS_FEATURES, shared_cross_encoder
 from smartcache.decide.verifier import PACKAGED_CROSS, TreeVerifier
 from smartcache.errors import InvalidRequest, StoreError
-from smartcache.fingerprint import Encoder, Fingerprint, Fingerprinter, MemoEncoder, shared_encoder
+from smartcache.fingerprint import ChangeFlag, Encoder, Fingerprint, Fingerprinter, MemoEncoder, shared_encoder
+from smartcache.fingerprint.tags import change_flags, is_time_sensitive
 from smartcache.decide.decider import tier_of, words_only
 from smartcache.learn import AnswerJudge, Judgement, Label
 from smartcache.learn.personal import personal_data
@@ -52,6 +53,7 @@ from smartcache.store import Answer, Entry, EntryId, EntryState, MemoryStore, Sc
 from smartcache.store.guard import GuardedStore, StoreHealth
 
 log = logging.getLogger("smartcache")
+_ENDS_SESSION = frozenset({ChangeFlag.RESET, ChangeFlag.CORRECTION})
 _CACHES = itertools.count(1)
 
 
@@ -85,6 +87,7 @@ class CacheStats:
     checks: int = 0             # served answers checked against the engine
     checks_wrong: int = 0       # ... and found different: the measured live error
     shared: int = 0             # answers proven the same across sessions, put into the global pool
+    exact_hits: int = 0         # hits the exact path served, before any model ran
 
 
 def make_store(config: CacheConfig, dim: int) -> Store:
@@ -167,11 +170,13 @@ class SmartCache:
         session = _check_id(session, "session", required=False)
         tenant = _check_id(tenant, "tenant", required=True)  # type: ignore[assignment]
         conversation = parse_messages(messages)
-        view = build_view(conversation, self.config.context)
-        fp = self.fingerprinter.fingerprint(view)
-        version = VersionKey.from_mapping(versions, system_prompt=view.system_hash)
-        return CacheRequest(tenant, session, conversation, fp, version, self.decider.gate(fp),
-                            made_by=self._identity)
+        key = read_key(conversation, self.config.context)
+        version = VersionKey.from_mapping(versions, system_prompt=key.system_hash)
+
+        def read() -> tuple[Fingerprint, Gate | None]:     # the encoder and the rules: only when needed
+            fp = self.fingerprinter.fingerprint(build_view(conversation, self.config.context, key))
+            return fp, self.decider.gate(fp)
+        return CacheRequest(tenant, session, conversation, key, version, read=read, made_by=self._identity)
 
     def lookup(self, messages: Any, *, session: str | None = None, tenant: str = "default",
                versions: Mapping[str, object] | None = None) -> Lookup:
@@ -189,30 +194,16 @@ class SmartCache:
         return Lookup.of(self._counted(self._decide(request)), request)
 
     def _decide(self, request: CacheRequest) -> Decision:
-        fp, gate, tenant, session = request.fingerprint, request.gate, request.tenant, request.session
+        tenant, session = request.tenant, request.session
         try:
             self.lifecycle.maybe_tick()     # throttled: not a store round trip per lookup
         except StoreError as exc:           # promotion waits for the next tick; the lookup goes on
             log.error("smartcache store failed while promoting pending entries: %s", exc)
             self._count("store_errors")
         try:
-            if gate is not None:
-                if gate.ends_session and session is not None:
-                    # The session's earlier answers no longer stand; nothing of them may be served again.
-                    self._count("invalidations", self.lifecycle.invalidate(tenant=tenant, session_id=session,
-                                                                           before=self.clock()))
-                return gate.decision()
-            flt = SearchFilter(tenant=tenant, version_key=request.version.digest(), session_id=session,
-                               domain=fp.signature.domain, now=self.clock(),
-                               feedback_floor=self.config.lifecycle.feedback_floor)
-            candidates = self.backend.search(flt, fp.turn_vector, self.config.top_k)
-            continued = [] if session is None else [
-                e for e in self.backend.find(tenant=tenant, session_id=session,
-                                           conversation_hash=fp.signature.history_hash)
-                if flt.admits(e) or e.state is EntryState.PENDING and e.version_key == flt.version_key
-            ]
-            # Entries of a persistent store may read their fields on first use (SqliteStore).
-            decision = self.decider.weigh(fp, candidates, continued, self._policy_of(tenant))
+            decision = self._exact(request)
+            if decision is None:
+                decision = self._semantic(request)
         except StoreError as exc:
             log.error("smartcache store failed during lookup, serving from the engine: %s", exc)
             self._count("store_errors")
@@ -227,6 +218,50 @@ class SmartCache:
             log.warning("smartcache store failed after a lookup: %s", exc)
             self._count("store_errors")
         return decision
+
+    def _exact(self, request: CacheRequest) -> Decision | None:
+        """The exact path: the same request word for word (normalised, punctuation aside) after a
+        byte-identical history, in a pool this request may read, found by its key before any
+        model runs. None: the semantic path decides. A request a gate could settle (a reset, a
+        correction, a time-sensitive or oversized turn) goes the whole way, and an answer whose
+        facts contradict the request is left to the semantic path's validation."""
+        key = request.key
+        if not self.config.exact_path or key.oversized or is_time_sensitive(key.current):
+            return None
+        if self.decider.switches.change_detection and change_flags(key.current) & _ENDS_SESSION:
+            return None
+        flt = SearchFilter(tenant=request.tenant, version_key=request.version.digest(), session_id=request.session,
+                           now=self.clock(), feedback_floor=self.config.lifecycle.feedback_floor)
+        for entry in self.backend.exact(flt, key.digest, 1):
+            if entry.domain in self.decider.disabled_domains or self.decider.validate_repeat(key.current, entry):
+                return None
+            self._count("exact_hits")
+            return Decision(Zone.HIT, (Reason(ReasonCode.EXACT_MATCH, "the same request and history, word for word: "
+                                                                      "found by its key, no model run", entry.cache_id),),
+                            entry, Scores(1.0, 1.0),
+                            verify=entry.state is EntryState.SUSPECT, candidates=1)
+        return None
+
+    def _semantic(self, request: CacheRequest) -> Decision:
+        """The semantic path: fingerprint, gate, vector search, evidence and the verifier."""
+        fp, gate, tenant, session = request.fingerprint, request.gate, request.tenant, request.session
+        if gate is not None:
+            if gate.ends_session and session is not None:
+                # The session's earlier answers no longer stand; nothing of them may be served again.
+                self._count("invalidations", self.lifecycle.invalidate(tenant=tenant, session_id=session,
+                                                                       before=self.clock()))
+            return gate.decision()
+        flt = SearchFilter(tenant=tenant, version_key=request.version.digest(), session_id=session,
+                           domain=fp.signature.domain, now=self.clock(),
+                           feedback_floor=self.config.lifecycle.feedback_floor)
+        candidates = self.backend.search(flt, fp.turn_vector, self.config.top_k)
+        continued = [] if session is None else [
+            e for e in self.backend.find(tenant=tenant, session_id=session,
+                                       conversation_hash=fp.signature.history_hash)
+            if flt.admits(e) or e.state is EntryState.PENDING and e.version_key == flt.version_key
+        ]
+        # Entries of a persistent store may read their fields on first use (SqliteStore).
+        return self.decider.weigh(fp, candidates, continued, self._policy_of(tenant))
 
     def store(self, messages: Lookup | CacheRequest | Any, answer: str, *, session: str | None = None,
               tenant: str | None = None, versions: Mapping[str, object] | None = None, scope: str = "session",
@@ -327,6 +362,7 @@ class SmartCache:
             expires_at=now + (ttl if ttl is not None else self.config.lifecycle.ttl_for(fp.signature.domain)),
             domain=fp.signature.domain,
             prompt_tokens=int(prompt_tokens),
+            request_key=request.key.digest,
         )
 
     # -- learning from traffic -----------------------------------------------------------
@@ -612,6 +648,7 @@ class SmartCache:
             memo_hits=self.encoder.hits, memo_misses=self.encoder.misses,
             observations=counts.get("observations", 0),
             checks=checked, checks_wrong=wrong, shared=counts.get("shared", 0),
+            exact_hits=counts.get("exact_hits", 0),
         )
 
     def _count(self, key: str, n: int = 1) -> None:

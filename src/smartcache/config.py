@@ -107,6 +107,7 @@ class CacheConfig:
     top_k: int
     topic_threshold: float
     memo_size: int
+    exact_path: bool          # word-for-word repeats found by their key, before any model runs
     use_validation: bool      # key-fact validation of hits (off only for ablation)
     use_tags: bool            # tag rules: skeleton, actions, entities, nouns (off only for ablation)
     use_change_detection: bool   # negation, change flags, corrections, resets, topic switch
@@ -149,6 +150,7 @@ def _build(data: Mapping[str, Any]) -> CacheConfig:
             top_k=int(data["top_k"]),
             topic_threshold=float(data["topic_threshold"]),
             memo_size=int(data["memo_size"]),
+            exact_path=bool(data["exact_path"]),
             use_validation=bool(data["use_validation"]),
             use_tags=bool(data["use_tags"]),
             use_change_detection=bool(data["use_change_detection"]),

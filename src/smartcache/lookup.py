@@ -15,8 +15,10 @@ it never looked up (a regenerate, a ``no-cache`` request).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from functools import cached_property
+from typing import Callable
 
-from smartcache.context import Conversation
+from smartcache.context import Conversation, RequestKey
 from smartcache.decide import Decision, Gate
 from smartcache.fingerprint import Fingerprint
 from smartcache.store import VersionKey
@@ -24,17 +26,31 @@ from smartcache.store import VersionKey
 
 @dataclass(frozen=True)
 class CacheRequest:
-    """One request as the cache read it: who asks, the parsed conversation, its fingerprint,
-    its version key, and the gate's verdict (None: the candidates decide). ``made_by``
-    names the cache that read it (a number unique in the process): only that one stores it."""
+    """One request as the cache read it: who asks, the parsed conversation, its exact key,
+    its version key; and, read on first use, its fingerprint and the gate's verdict (None:
+    the candidates decide). A request the exact path settles never runs the encoder.
+    ``made_by`` names the cache that read it (a number unique in the process): only that
+    one stores it."""
 
     tenant: str
     session: str | None
     conversation: Conversation
-    fingerprint: Fingerprint
+    key: RequestKey
     version: VersionKey
-    gate: Gate | None
+    read: Callable[[], tuple[Fingerprint, Gate | None]] = field(kw_only=True, repr=False, compare=False)
     made_by: int = field(default=0, kw_only=True, repr=False)
+
+    @cached_property
+    def _reading(self) -> tuple[Fingerprint, Gate | None]:
+        return self.read()
+
+    @property
+    def fingerprint(self) -> Fingerprint:
+        return self._reading[0]
+
+    @property
+    def gate(self) -> Gate | None:
+        return self._reading[1]
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,14 @@
 """Context stage: messages in, a normalised ContextView out. Knows nothing of vectors or storage."""
 
 from smartcache.context.messages import Conversation, Turn, canonical_hash, parse_messages
-from smartcache.context.normalize import mask_template, normalize_text
+from smartcache.context.normalize import mask_template, normalize_text, words_only
 from smartcache.context.numerals import convert_numerals, zh_to_int
 from smartcache.context.turns import TurnRecord, turn_records
-from smartcache.context.view import ContextSettings, ContextView, ViewTurn, build_view, is_small_talk
+from smartcache.context.view import (ContextSettings, ContextView, RequestKey, ViewTurn, build_view, is_small_talk,
+                                     read_key)
 
 __all__ = [
     "Conversation", "Turn", "canonical_hash", "parse_messages",
-    "mask_template", "normalize_text", "convert_numerals", "zh_to_int",
+    "mask_template", "normalize_text", "words_only", "RequestKey", "read_key", "convert_numerals", "zh_to_int",
     "ContextSettings", "ContextView", "ViewTurn", "build_view", "is_small_talk", "TurnRecord", "turn_records",
 ]

@@ -88,6 +88,22 @@ def normalize_text(text: str, *, lower: bool = True) -> str:
     return _REPEATED_PUNCT.sub(r"\1", text)
 
 
+_NOT_WORDS = re.compile(r"[^\w]+")
+
+
+def words_only(text: str) -> str:
+    """A normalised text without its punctuation and spaces, but where they stand between two
+    digits ("3.5" is not "35"): "杭州三天怎么玩?" and "杭州三天怎么玩" are one request word for word.
+
+        >>> words_only("how do i reset my password ?"), words_only("3.5 kg"), words_only("杭州三天怎么玩?")
+        ('howdoiresetmypassword', '3.5kg', '杭州三天怎么玩')
+    """
+    def keep(m: re.Match[str]) -> str:
+        between = m.start() > 0 and m.end() < len(text) and text[m.start() - 1].isdigit() and text[m.end()].isdigit()
+        return m.group() if between else ""
+    return _NOT_WORDS.sub(keep, text)
+
+
 _MASKS = [
     (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I), "<id>"),
     (re.compile(r"\d{4}[-/.]\d{1,2}[-/.]\d{1,2}(?:[ T]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:z|[+-]\d{2}:?\d{2})?)?", re.I),

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 
 from smartcache.context.messages import Conversation
-from smartcache.context.normalize import mask_template, normalize_text
+from smartcache.context.normalize import mask_template, normalize_text, words_only
 from smartcache.context.turns import TurnRecord, is_small_talk, turn_records
 from smartcache.defaults import section
 
@@ -117,10 +117,45 @@ def key_points(role: str, text: str, settings: ContextSettings) -> str:
     return _clip(" | ".join(points), settings.assistant_point_chars)
 
 
-def build_view(conv: Conversation, settings: ContextSettings | None = None) -> ContextView:
-    """Build the ContextView of a parsed request."""
+@dataclass(frozen=True)
+class RequestKey:
+    """What makes two requests one request word for word, read without any model: the
+    current turn, normalised and without its punctuation and spacing, after a byte-identical
+    history and system prompt. ``digest`` is what the store indexes (the exact path);
+    tenant, scope and version key are the store's partition, not part of it."""
+
+    current_cased: str          # the normalised current turn, clipped when oversized
+    oversized: bool
+    history_hash: str
+    masked_system: str          # the normalised system prompt with its volatile parts masked
+    system_hash: str
+    digest: str
+
+    @property
+    def current(self) -> str:
+        return self.current_cased.lower()
+
+
+def read_key(conv: Conversation, settings: ContextSettings | None = None) -> RequestKey:
+    """The exact reading of a request: a few normalisations and two hashes, no model."""
     settings = settings or ContextSettings()
     masked_system = normalize_text(mask_template(conv.system))
+    current_cased = normalize_text(_bounded(conv.current, settings.max_turn_chars), lower=False)
+    oversized = len(conv.current) > 4 * settings.max_turn_chars or len(current_cased) > settings.max_turn_chars
+    if oversized:
+        half = settings.max_turn_chars // 2
+        current_cased = f"{current_cased[:half]} … {current_cased[-half:]}"
+    history_hash = conv.history_hash()
+    digest = hashlib.sha256(f"{history_hash}\x1f{words_only(current_cased.lower())}".encode("utf-8")).hexdigest()[:32]
+    return RequestKey(current_cased, oversized, history_hash, masked_system,
+                      hashlib.sha256(masked_system.encode("utf-8")).hexdigest(), digest)
+
+
+def build_view(conv: Conversation, settings: ContextSettings | None = None, key: RequestKey | None = None
+               ) -> ContextView:
+    """Build the ContextView of a parsed request (``key``: its ``read_key``, when read already)."""
+    settings = settings or ContextSettings()
+    key = key or read_key(conv, settings)
     prior = conv.history
     records = turn_records([(t.role, normalize_text(_bounded(t.text, settings.max_turn_chars), lower=False))
                             for t in prior])
@@ -138,20 +173,16 @@ def build_view(conv: Conversation, settings: ContextSettings | None = None) -> C
     # The first turn that asks something sets the conversation's topic.
     users = [normalize_text(_bounded(t.text, settings.max_turn_chars)) for t in conv.turns if t.role == "user"]
     first_user = next((u for u in users if not is_small_talk(u)), users[0])
-    current_cased = normalize_text(_bounded(conv.current, settings.max_turn_chars), lower=False)
-    oversized = len(conv.current) > 4 * settings.max_turn_chars or len(current_cased) > settings.max_turn_chars
-    if oversized:
-        half = settings.max_turn_chars // 2
-        current_cased = f"{current_cased[:half]} … {current_cased[-half:]}"
+    current_cased = key.current_cased
     return ContextView(
         current=current_cased.lower(),
         current_cased=current_cased,
         history=tuple(history),
-        system_tail=masked_system[-settings.system_tail_chars:],
+        system_tail=key.masked_system[-settings.system_tail_chars:],
         first_topic=key_points("user", first_user, settings),
-        history_hash=conv.history_hash(),
-        system_hash=hashlib.sha256(masked_system.encode("utf-8")).hexdigest(),
+        history_hash=key.history_hash,
+        system_hash=key.system_hash,
         prior_turns=len(prior),
-        oversized=oversized,
+        oversized=key.oversized,
         records=records,
     )

@@ -8,12 +8,12 @@ is judged, the best zone wins, and a hit must still pass key-fact validation.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from typing import Iterable, Protocol, Sequence
 
 import numpy as np
 
+from smartcache.context.normalize import words_only
 from smartcache.decide.cross_encoder import SERVED, CrossEncoder
 from smartcache.decide.decision import Decision, Reason, Scores, Zone
 from smartcache.decide.evidence import Evidence, gather
@@ -43,22 +43,6 @@ class Gate:
 
 
 WEIGHED = 4   # candidates the verifier weighs per request (the store's top-k is wider)
-
-
-_NOT_WORDS = re.compile(r"[^\w]+")
-
-
-def words_only(text: str) -> str:
-    """A normalised text without its punctuation and spaces, but where they stand between two
-    digits ("3.5" is not "35"): "杭州三天怎么玩?" and "杭州三天怎么玩" are one request word for word.
-
-        >>> words_only("how do i reset my password ?"), words_only("3.5 kg"), words_only("杭州三天怎么玩?")
-        ('howdoiresetmypassword', '3.5kg', '杭州三天怎么玩')
-    """
-    def keep(m: re.Match[str]) -> str:
-        between = m.start() > 0 and m.end() < len(text) and text[m.start() - 1].isdigit() and text[m.end()].isdigit()
-        return m.group() if between else ""
-    return _NOT_WORDS.sub(keep, text)
 
 
 def tier_of(domain: str) -> str:
@@ -325,6 +309,11 @@ class Decider:
         if changed_entities and probe.negations == 0 and len(probe.text) <= 40:
             return entry, Reason(R.CONSTRAINT_CHANGE, f"follow-up sets {sorted(changed_entities)}", entry.cache_id)
         return None
+
+    def validate_repeat(self, current: str, entry: Entry) -> list[str]:
+        """``_validate`` for a word-for-word repeat after the same history (the exact path):
+        only the current turn's constraints are new to the cached answer."""
+        return check_answer(constraints_of([current]), entry.answer.text) if self.validate else []
 
     def _validate(self, fp: Fingerprint, entry: Entry) -> list[str]:
         if not self.validate:

@@ -107,6 +107,7 @@ class Entry:
     feedback_score: float = 1.0
     last_hit_at: float = 0.0
     prompt_tokens: int = 0        # what a hit saves, reported in usage
+    request_key: str = ""         # context.read_key's digest: the exact path finds the entry by it
 
     def with_changes(self, **changes: object) -> "Entry":
         return replace(self, **changes)
@@ -288,6 +289,14 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def search(self, flt: SearchFilter, vector: np.ndarray, k: int) -> list[ScoredEntry]:
         """Top-k entries admitted by ``flt`` by cosine to ``vector`` (unit vectors), best first."""
+
+    def exact(self, flt: SearchFilter, request_key: str, limit: int = 4) -> list[Entry]:
+        """Entries ``flt`` admits whose ``request_key`` is this one, newest first, at most
+        ``limit``: the exact path, before any vector. This default reads every entry; each
+        backend answers from an index instead."""
+        found = [e for e in self if e.request_key == request_key and flt.admits(e)]
+        found.sort(key=lambda e: -e.created_at)
+        return found[:limit]
 
     @abc.abstractmethod
     def find(self, *, tenant: str | None = None, session_id: str | None = None,

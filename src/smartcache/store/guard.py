@@ -133,6 +133,9 @@ class GuardedStore(Store):
     def search(self, flt: SearchFilter, vector: np.ndarray, k: int) -> list[ScoredEntry]:
         return self._call("search", self.inner.search, flt, vector, k)
 
+    def exact(self, flt: SearchFilter, request_key: str, limit: int = 4) -> list[Entry]:
+        return self._call("exact", self.inner.exact, flt, request_key, limit)
+
     def find(self, *, tenant: str | None = None, session_id: str | None = None,
              version_key: str | None = None, conversation_hash: str | None = None,
              prefix_hash: str | None = None, states: Iterable[EntryState] | None = None) -> list[Entry]:

@@ -61,6 +61,8 @@ class MemoryStore(Store):
         # Follow-up turns look up "the entry whose conversation my history is" on every
         # request: an index keeps that O(1) instead of a scan.
         self._by_conversation: dict[str, set[str]] = {}
+        # The exact path: (partition, request key) -> ids, so a word-for-word repeat is one dict read.
+        self._by_request: dict[tuple[tuple[str, str, str], str], set[str]] = {}
         # The lifecycle's queries (what is due for promotion, what purge may delete) read these
         # instead of every entry: pending ids with their created_at, and invalid ids.
         self._pending: dict[str, float] = {}
@@ -83,6 +85,8 @@ class MemoryStore(Store):
             if part.graph is None and len(part.ids) > self.ann_above:
                 part.build_graph()
             self._by_conversation.setdefault(entry.conversation_hash, set()).add(entry.cache_id)
+            if entry.request_key:
+                self._by_request.setdefault((key, entry.request_key), set()).add(entry.cache_id)
             self._track(entry)
 
     def _track(self, entry: Entry) -> None:
@@ -111,7 +115,7 @@ class MemoryStore(Store):
                 return None
             new = self._full(old).with_changes(**changes)
             if (_partition_key(new) != _partition_key(old) or new.conversation_hash != old.conversation_hash
-                    or "turn_vector" in changes):
+                    or new.request_key != old.request_key or "turn_vector" in changes):
                 self.put(new)   # moved partition, re-keyed or a new vector: re-insert it everywhere
             else:
                 key, row = self._where[cache_id]
@@ -151,6 +155,11 @@ class MemoryStore(Store):
         same.discard(cache_id)
         if not same:
             del self._by_conversation[entry.conversation_hash]
+        if entry.request_key:
+            alike = self._by_request[(key, entry.request_key)]
+            alike.discard(cache_id)
+            if not alike:
+                del self._by_request[(key, entry.request_key)]
         part = self._partitions[key]
         moved = part.remove(row)
         if moved is not None:
@@ -168,9 +177,12 @@ class MemoryStore(Store):
                 raise ValueError("restore needs an empty store")
             groups: dict[tuple[str, str, str], list[int]] = {}
             for i, entry in enumerate(entries):
-                groups.setdefault(_partition_key(entry), []).append(i)
+                key = _partition_key(entry)
+                groups.setdefault(key, []).append(i)
                 self._entries[entry.cache_id] = entry
                 self._by_conversation.setdefault(entry.conversation_hash, set()).add(entry.cache_id)
+                if entry.request_key:
+                    self._by_request.setdefault((key, entry.request_key), set()).add(entry.cache_id)
                 self._track(entry)
             for key, rows in groups.items():
                 n, members = len(rows), [entries[i] for i in rows]
@@ -249,6 +261,15 @@ class MemoryStore(Store):
                 return rows
             count *= 4
         return None
+
+    def exact(self, flt: SearchFilter, request_key: str, limit: int = 4) -> list[Entry]:
+        pools = ([flt.session_id] if flt.session_id is not None else []) + ([_GLOBAL_POOL] if flt.include_global else [])
+        with self._lock:
+            found = [self._entries[i] for pool in pools
+                     for i in self._by_request.get(((flt.tenant, flt.version_key, pool), request_key), ())]
+            found = [e for e in found if flt.admits(e)]
+            found.sort(key=lambda e: -e.created_at)
+            return [self._full(e) for e in found[:limit]]
 
     def find(self, *, tenant: str | None = None, session_id: str | None = None,
              version_key: str | None = None, conversation_hash: str | None = None,

@@ -108,15 +108,28 @@ class RedisStore(Store):
         try:
             info = self.r.execute_command("FT._LIST")
             if self.index.encode() in info or self.index in info:
+                self._ensure_request_field()
                 return
             self.r.execute_command(
                 "FT.CREATE", self.index, "ON", "HASH", "PREFIX", "1", f"{self.prefix}e:", "SCHEMA",
                 "tenant", "TAG", "session", "TAG", "scope", "TAG", "vkey", "TAG", "state", "TAG", "domain", "TAG",
-                "conv", "TAG", "prefix_hash", "TAG", "expires", "NUMERIC", "feedback", "NUMERIC",
+                "conv", "TAG", "prefix_hash", "TAG", "rkey", "TAG", "expires", "NUMERIC", "feedback", "NUMERIC",
                 "vec", "VECTOR", "HNSW", "6", "TYPE", "FLOAT32", "DIM", str(self.dim), "DISTANCE_METRIC", "COSINE")
         except self._redis_errors as exc:
             if "Index already exists" not in str(exc):
                 raise StoreError(f"cannot create the RediSearch index: {exc}") from exc
+
+    def _ensure_request_field(self) -> None:
+        """An index made before the exact path lacks its request key: add it (FT.ALTER indexes
+        what is written from now on; older entries are found by the semantic path, as before)."""
+        info = self.r.execute_command("FT.INFO", self.index)
+        if b"rkey" in _flat(info) or "rkey" in _flat(info):
+            return
+        try:
+            self.r.execute_command("FT.ALTER", self.index, "SCHEMA", "ADD", "rkey", "TAG")
+        except self._redis_errors as exc:
+            if "Duplicate" not in str(exc):
+                raise
 
     # -- records --------------------------------------------------------------------
 
@@ -126,6 +139,7 @@ class RedisStore(Store):
             "tenant": _tag(entry.tenant), "session": _tag(entry.session_id), "scope": entry.scope.value,
             "vkey": _hex(entry.version_key), "state": entry.state.value, "domain": _tag(entry.domain),
             "conv": _hex(entry.conversation_hash), "prefix_hash": _hex(entry.prefix_hash),
+            "rkey": _hex(entry.request_key or "-"),
             "expires": _NEVER if entry.expires_at == float("inf") else entry.expires_at,
             "feedback": entry.feedback_score, "hits": entry.hit_count, "last_hit": entry.last_hit_at,
             "created": entry.created_at,     # for eviction, which reads no JSON
@@ -307,6 +321,14 @@ class RedisStore(Store):
             out.append(ScoredEntry(self._decode(doc), 1.0 - dist))
         return out
 
+    def exact(self, flt: SearchFilter, request_key: str, limit: int = 4) -> list[Entry]:
+        query = self._filter(flt)
+        if not query:
+            return []
+        reply = self._search(f"{query} @rkey:{{{_hex(request_key)}}}", "LIMIT", "0", "16")
+        found = sorted((self._decode(doc) for doc in _docs(reply)), key=lambda e: -e.created_at)
+        return found[:limit]
+
     def find(self, *, tenant: str | None = None, session_id: str | None = None,
              version_key: str | None = None, conversation_hash: str | None = None,
              prefix_hash: str | None = None, states: Iterable[EntryState] | None = None) -> list[Entry]:
@@ -407,6 +429,14 @@ def _hex(value: str) -> str:
     """Digests (version key, conversation and prefix hashes) are stored as they are when they
     are hex already, and hashed otherwise, so a TAG query never needs escaping."""
     return value if value and all(c in "0123456789abcdef" for c in value) else _tag(value)
+
+
+def _flat(reply) -> list:
+    """FT.INFO's nested reply as one flat list of its scalars."""
+    out: list = []
+    for item in reply if isinstance(reply, (list, tuple)) else [reply]:
+        out += _flat(item) if isinstance(item, (list, tuple)) else [item]
+    return out
 
 
 def _index_missing(exc: Exception) -> bool:

@@ -302,6 +302,9 @@ class SqliteStore(Store):
     def search(self, flt: SearchFilter, vector: np.ndarray, k: int) -> list[ScoredEntry]:
         return self._index.search(flt, vector, k)
 
+    def exact(self, flt: SearchFilter, request_key: str, limit: int = 4) -> list[Entry]:
+        return self._index.exact(flt, request_key, limit)
+
     def find(self, *, tenant: str | None = None, session_id: str | None = None,
              version_key: str | None = None, conversation_hash: str | None = None,
              prefix_hash: str | None = None, states: Iterable[EntryState] | None = None) -> list[Entry]:
