@@ -93,9 +93,13 @@ class UpstreamEngine:
             return [{"id": self.model_id, "object": "model", "owned_by": "upstream"}]
         return [m for m in models if isinstance(m, dict)]
 
-    async def stream(self, request: EngineRequest) -> AsyncIterator[EngineEvent]:
-        body = {**request.extra, "model": request.model, "messages": request.messages, "stream": True,
+    def _body(self, request: EngineRequest) -> dict[str, Any]:
+        """What goes upstream: the client's fields as it sent them, always as a stream with usage."""
+        return {**request.extra, "model": request.model, "messages": request.messages, "stream": True,
                 "stream_options": {"include_usage": True}}
+
+    async def stream(self, request: EngineRequest) -> AsyncIterator[EngineEvent]:
+        body = self._body(request)
         finish, usage, tool_calls, reasoning = None, None, False, []
         done = False
         try:
