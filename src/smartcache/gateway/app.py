@@ -35,15 +35,22 @@ def _error(status: int, message: str, *, type_: str = "invalid_request_error", c
     return JSONResponse(error_body(message, type_=type_, code=code, param=param), status_code=status)
 
 
-async def _promote_on_time(cache: SmartCache) -> None:
+async def _promote_on_time(service: ChatService) -> None:
     """Pending answers become servable when their window passes, whether or not this
-    replica sees another request (other replicas read them from the shared store)."""
+    replica sees another request (other replicas read them from the shared store). Of the
+    workers of one gateway, the holder of the lifecycle lease does it (``Lifecycle.tick``);
+    each publishes its per-process counts for the summed /metrics."""
+    cache = service.cache
     while True:
         await asyncio.sleep(min(1.0, max(cache.config.lifecycle.promotion_window_s / 2, 0.05)))
         try:
             await asyncio.to_thread(cache.tick)     # a store call: off the event loop
         except SmartCacheError as exc:
             log.warning("smartcache: promotion tick failed: %s", exc)
+        try:
+            await asyncio.to_thread(service.metrics.publish)
+        except (SmartCacheError, OSError) as exc:
+            log.warning("smartcache: cannot publish this worker's counts: %s", exc)
 
 
 def _add_error_handlers(app: FastAPI) -> None:
@@ -106,7 +113,7 @@ def create_app(cache: SmartCache, engine, settings: GatewaySettings | None = Non
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI):
-        ticker = asyncio.create_task(_promote_on_time(cache))
+        ticker = asyncio.create_task(_promote_on_time(service))
         yield
         ticker.cancel()
         await service.shadow.drain()
