@@ -11,7 +11,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv serve test test-fast browser redis-libs demo bench load fuzz benchmark evaluate competing streams judge-eval calibrate train train-verifier train-base clean
+.PHONY: venv serve test test-fast browser redis-libs demo bench bench-throughput load fuzz benchmark evaluate competing streams judge-eval calibrate train train-verifier train-base clean
 
 venv: $(STAMP)
 
@@ -48,6 +48,11 @@ test-fast: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) scripts/bench_gateway.py
+
+# Requests/s, p50 / p99 and errors of `smartcache serve` on loopback (load-test upstream): exact hits, semantic
+# hits and misses at 1, 16 and 64 clients, 8 s a cell; build/throughput.{json,md,png}. ARGS="--baseline REV".
+bench-throughput: $(STAMP)
+	$(PY) scripts/bench_throughput.py $(ARGS)
 
 # A bounded load test on loopback: the load-test upstream and `smartcache serve` as processes,
 # 64 sessions x 60 s, twice; stops by itself. Figures in build/load-LABEL.json; ARGS="--engine bundled".
