@@ -3,9 +3,12 @@
 A gradient-boosted tree ensemble, trained by ``smartcache train`` (scikit-learn's
 HistGradientBoostingClassifier) and shipped as plain JSON in the package, so a
 lookup needs neither scikit-learn nor pickle. Prediction walks every tree for
-every candidate at once: one numpy gather per tree level over a (candidates x
-trees) array, so the top-k candidates of a request cost a few hundred
-microseconds, not a Python loop per node.
+every candidate at once, level by level, over a (candidates x trees) array of
+positions: each tree is laid out once as a complete binary tree of the ensemble's
+depth (a leaf above the last level copied down both ways), so a child is
+``2 * position + 1 + went_right``, a level is four flat gathers with no leaf test,
+and the top-k candidates of a request cost a few dozen microseconds, not a Python
+loop per node.
 
     >>> v = TreeVerifier.constant(["turn_cosine"], [0.0, -5.0, 0.0])
     >>> [round(float(p), 3) for p in v.predict(np.zeros((1, 1), np.float32))[0]]
@@ -21,7 +24,7 @@ import os
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
@@ -34,6 +37,9 @@ FORMAT = "smartcache-verifier/1"
 # stacks the cross-encoder's probabilities on it (use_cross_encoder = true).
 PACKAGED = "verifier.json"
 PACKAGED_CROSS = "verifier-cross.json"
+# Models up to this depth are walked as complete binary trees (2 ** (depth + 1) - 1 slots a
+# tree: 127 for the packaged depth 6); a deeper one walks its node arrays as stored.
+COMPLETE_DEPTH = 10
 
 
 @dataclass(frozen=True)
@@ -59,25 +65,49 @@ class TreeVerifier:
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         """(n, features) -> (n, 3) class probabilities, in ``CLASSES`` order."""
-        x = np.asarray(x, np.float32)
+        x = np.ascontiguousarray(x, np.float32)
         if x.ndim != 2 or x.shape[1] != len(self.features):
             raise ValueError(f"expected (n, {len(self.features)}) features, got {x.shape}")
         n, trees = x.shape[0], self.feature.shape[0]
         raw = np.tile(self.baseline, (n, 1)).astype(np.float64)
-        if trees:
-            rows = np.arange(trees)[None, :]
-            node = np.zeros((n, trees), np.int32)
-            samples = np.arange(n)[:, None]
+        if trees and n and self.depth > COMPLETE_DEPTH:
+            raw += self._walk(x)
+        elif trees and n:
+            layout = self._layout
+            width = layout.feature.shape[1]
+            base = np.arange(trees, dtype=np.intp) * width              # each tree's row in the flat arrays
+            rows = (np.arange(n, dtype=np.intp) * x.shape[1])[:, None]  # each sample's row in x
+            feature, threshold, flat_x = layout.feature.ravel(), layout.threshold.ravel(), x.ravel()
+            position = np.zeros((n, trees), np.intp)
             for _ in range(self.depth):
-                f = self.feature[rows, node]
-                go_left = x[samples, f] <= self.threshold[rows, node]
-                step = np.where(go_left, self.left[rows, node], self.right[rows, node])
-                node = np.where(self.leaf[rows, node], node, step)
-            leaf_values = self.value[rows, node]                   # (n, trees)
+                at = base + position
+                # As scikit-learn: left when x <= threshold (a NaN goes right).
+                right = ~(flat_x[rows + feature[at]] <= threshold[at])
+                position = 2 * position + 1 + right
+            leaf_values = layout.value.ravel()[base + position]        # (n, trees)
             raw += leaf_values.reshape(n, -1, len(CLASSES)).sum(axis=1)
         raw -= raw.max(axis=1, keepdims=True)
         p = np.exp(raw)
         return p / p.sum(axis=1, keepdims=True)
+
+    def _walk(self, x: np.ndarray) -> np.ndarray:
+        """The per-class sums of the trees walked on the padded node arrays as stored, a leaf test
+        per level: for a model too deep to lay out complete."""
+        n, trees = x.shape[0], self.feature.shape[0]
+        rows = np.arange(trees)[None, :]
+        node = np.zeros((n, trees), np.int32)
+        samples = np.arange(n)[:, None]
+        for _ in range(self.depth):
+            f = self.feature[rows, node]
+            go_left = x[samples, f] <= self.threshold[rows, node]
+            step = np.where(go_left, self.left[rows, node], self.right[rows, node])
+            node = np.where(self.leaf[rows, node], node, step)
+        return self.value[rows, node].reshape(n, -1, len(CLASSES)).sum(axis=1)
+
+    @functools.cached_property
+    def _layout(self) -> "_Complete":
+        """The trees as complete binary trees of depth ``depth`` (built on first use)."""
+        return _complete(self)
 
     def operating_point(self, tier: str, context: bool = True, lang: str = "") -> float:
         """The P(same) a hit needs, as calibrated by ``smartcache train``: per risk tier, for a
@@ -191,6 +221,43 @@ def _packaged(name: str, stamp: tuple[int, int] | None) -> TreeVerifier:
                   model.sizes, model.baseline):
         array.setflags(write=False)
     return model
+
+
+class _Complete(NamedTuple):
+    """(trees, 2 ** (depth + 1) - 1) arrays: position ``p``'s children are ``2p + 1`` and ``2p + 2``;
+    ``feature`` and ``threshold`` are read above the last level, ``value`` on it."""
+
+    feature: np.ndarray     # intp
+    threshold: np.ndarray   # float32, as the model's (the comparison must not change)
+    value: np.ndarray       # float64
+
+
+def _complete(model: TreeVerifier) -> _Complete:
+    """Lay every tree out as a complete binary tree of the model's depth. A leaf above the last
+    level becomes a split that sends everything left (+inf, any feature) and a NaN right, with
+    the leaf copied into both subtrees, so every sample lands on a copy of the leaf it reached."""
+    trees, depth = model.feature.shape[0], model.depth
+    width = 2 ** (depth + 1) - 1
+    feature = np.zeros((trees, width), np.intp)
+    threshold = np.full((trees, width), np.inf, np.float32)
+    value = np.zeros((trees, width), np.float64)
+    for t in range(trees):
+        stack = [(0, 0, 0)]             # (node in the model, position in the layout, level)
+        while stack:
+            node, position, level = stack.pop()
+            if level == depth:
+                if not model.leaf[t, node]:
+                    raise ValueError(f"tree {t} is deeper than the model's depth {depth}")
+                value[t, position] = model.value[t, node]
+                continue
+            if model.leaf[t, node]:
+                stack += [(node, 2 * position + 1, level + 1), (node, 2 * position + 2, level + 1)]
+                continue
+            feature[t, position] = model.feature[t, node]
+            threshold[t, position] = model.threshold[t, node]
+            stack += [(int(model.left[t, node]), 2 * position + 1, level + 1),
+                      (int(model.right[t, node]), 2 * position + 2, level + 1)]
+    return _Complete(feature, threshold, value)
 
 
 def _max_depth(left: np.ndarray, right: np.ndarray, leaf: np.ndarray) -> int:
