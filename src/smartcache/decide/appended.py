@@ -40,11 +40,11 @@ inside the sentence ("… laptop under 500 dollars") is the verifier's evidence,
 
 from __future__ import annotations
 
-import difflib
 import re
 import unicodedata
 from collections.abc import Iterator
 
+from smartcache.decide.tokens import diff
 from smartcache.fingerprint.lexicon import constraint_openers
 
 # What may stand before an instruction in its clause: a conjunction, a courtesy, "in your answer".
@@ -77,11 +77,11 @@ def _extras(longer: str, shorter: str) -> list[tuple[str, bool, bool]]:
     mark, or before the request and ending with one), not words run into the request."""
     if len(shorter) < 4 or len(longer) <= len(shorter):
         return []
-    matcher = difflib.SequenceMatcher(None, longer, shorter, autojunk=False)
-    if sum(b.size for b in matcher.get_matching_blocks()) < (1 - _SLACK) * len(shorter):
+    found = diff(longer, shorter)      # the same diff as inserted_negation's: memoised
+    if sum(b.size for b in found.blocks) < (1 - _SLACK) * len(shorter):
         return []
     out = []
-    for op, i1, i2, _, _ in matcher.get_opcodes():
+    for op, i1, i2, _, _ in found.opcodes:
         part = longer[i1:i2]
         if op not in ("delete", "replace") or len(part.strip()) < 4:
             continue

@@ -12,8 +12,10 @@
 
 from __future__ import annotations
 
-import difflib
 import re
+from functools import lru_cache
+
+from smartcache.decide.tokens import diff
 
 # A plain Chinese 不 / 没 / 未 / 无法 before what is asked about ("不刷屏", "不冬眠的动物",
 # "没飞过"): a request with one asks the opposite of the same words without it. Not
@@ -33,26 +35,39 @@ _CJK_PAIR = re.compile(r"^[\u4e00-\u9fff]{2}")
 _ZH_MALFUNCTION = re.compile(r"不好使|不管用|不灵|不行|失败|坏了|故障|不了|报错|出错")
 
 
+@lru_cache(maxsize=16384)
+def _negated_words(text: str) -> tuple[frozenset[str], ...]:
+    """For each plain negation of ``text``, the words it may negate (the two characters after
+    it, with and without a modal between). Memoised: one text meets many others."""
+    text = _ZH_NOT_WORDS.sub("，", text)
+    out = []
+    for m in _ZH_NOT.finditer(text):
+        rest = text[m.end():]
+        out.append(frozenset(p.group(0) for p in (_CJK_PAIR.match(rest), _CJK_PAIR.match(_ZH_MODALS.sub("", rest)))
+                             if p))
+    return tuple(out)
+
+
 def _negations_of_shared(text: str, other: str) -> int:
     """Plain negations in ``text`` of words that ``other`` has too: "不冬眠" against "冬眠".
     One of something the other request never mentions ("顺带说一句我平时不太上网，…") is
     added background, not a reversal."""
-    text = _ZH_NOT_WORDS.sub("，", text)
-    count = 0
-    for m in _ZH_NOT.finditer(text):
-        rest = text[m.end():]
-        negated = {p.group(0) for p in (_CJK_PAIR.match(rest), _CJK_PAIR.match(_ZH_MODALS.sub("", rest))) if p}
-        count += any(word in other for word in negated)
-    return count
+    return sum(any(word in other for word in negated) for negated in _negated_words(text))
+
+
+@lru_cache(maxsize=16384)
+def _plain(text: str) -> tuple[bool, int]:
+    """(whether ``text`` complains of a malfunction, how many plain negations it holds)."""
+    return bool(_ZH_MALFUNCTION.search(text)), len(_ZH_NOT.findall(_ZH_NOT_WORDS.sub("，", text)))
 
 
 def _polarity_differs(a: str, b: str) -> bool:
     """One request negates what the other asks plainly. Both negating, each its own word
     ("为什么我没微粒贷资格" / "为啥我不能体验微粒贷"), is no reversal."""
-    if _ZH_MALFUNCTION.search(a) or _ZH_MALFUNCTION.search(b):
+    (broken_a, total_a), (broken_b, total_b) = _plain(a), _plain(b)
+    if broken_a or broken_b:
         return False
-    total = lambda t: len(_ZH_NOT.findall(_ZH_NOT_WORDS.sub("，", t)))
-    return total(a) % 2 != total(b) % 2 and _negations_of_shared(a, b) % 2 != _negations_of_shared(b, a) % 2
+    return total_a % 2 != total_b % 2 and _negations_of_shared(a, b) % 2 != _negations_of_shared(b, a) % 2
 
 
 # A negator on its own: what one request inserts, and nothing else, to ask the opposite.
@@ -68,8 +83,7 @@ def inserted_negation(a: str, b: str) -> str | None:
     for longer, shorter in ((a, b), (b, a)):
         if len(longer) <= len(shorter):
             continue
-        ops = [op for op in difflib.SequenceMatcher(None, longer, shorter, autojunk=False).get_opcodes()
-               if op[0] != "equal"]
+        ops = [op for op in diff(longer, shorter).opcodes if op[0] != "equal"]
         if len(ops) != 1 or ops[0][0] != "delete":
             continue
         _, i1, i2, _, _ = ops[0]

@@ -14,11 +14,11 @@ judge and the evidence both ask them.
 
 from __future__ import annotations
 
-import difflib
 import re
+from functools import lru_cache
 
 from smartcache.decide.tokens import (
-    _FILLER, _PLACEHOLDER, _QUESTION_WORDS, _SHOWN, _common_share, _is_form_word, _tokens,
+    _FILLER, _PLACEHOLDER, _QUESTION_WORDS, _SHOWN, _common_share, _is_form_word, _tokens, diff,
 )
 from smartcache.fingerprint import has_reference
 from smartcache.fingerprint.lexicon import word_opposites
@@ -35,9 +35,8 @@ def substituted_spans(a: str, b: str) -> list[tuple[str, str]]:
         return []
     if _common_share(ta, tb) < 0.5:
         return []
-    matcher = difflib.SequenceMatcher(None, ta, tb, autojunk=False)
     joiner = lambda toks: ("" if all(len(t) == 1 and t >= "\u3400" for t in toks) else " ").join(toks)
-    replaced = [(i1, i2, j1, j2) for op, i1, i2, j1, j2 in matcher.get_opcodes() if op == "replace"]
+    replaced = [(i1, i2, j1, j2) for op, i1, i2, j1, j2 in diff(ta, tb).opcodes if op == "replace"]
     # One swapped slot is a different task; several replaced stretches are a rephrasing
     # (words reordered), which the similarity zones judge instead.
     if len(replaced) != 1:
@@ -84,8 +83,12 @@ def _noun_swap(mine: tuple[str, ...], theirs: tuple[str, ...]) -> tuple[list[str
     cached lacks: the subject was swapped ("电饭煲" -> "运动手表"). Only one side's extra
     nouns ("我的耳机" / "耳机出了故障") is a rephrasing. A noun that contains, or is
     contained in, one on the other side ("手表" / "运动手表") is the same noun."""
-    a = {_canonical_noun(n) for n in mine}
-    b = {_canonical_noun(n) for n in theirs}
+    return _noun_swap_sets({_canonical_noun(n) for n in mine}, {_canonical_noun(n) for n in theirs})
+
+
+def _noun_swap_sets(a: set[str] | frozenset[str], b: set[str] | frozenset[str]
+                    ) -> tuple[list[str], list[str]] | None:
+    """``_noun_swap`` of the two sides' canonical nouns (read once per side: ``side.Side``)."""
     extra_mine = sorted(n for n in a - b if not any(n in m or m in n for m in b))
     extra_theirs = sorted(n for n in b - a if not any(n in m or m in n for m in a))
     return (extra_theirs, extra_mine) if extra_mine and extra_theirs else None
@@ -121,9 +124,25 @@ _ENGLISH_WORD = re.compile(r"[a-z][a-z'-]{2,}")
 _CONJOINED = r"\s*(?:和|与|跟|及|或|、|,|，|/|\band\b|\bor\b|&|的|之|[哪那这][个种家款]|\bof\b|'s)?\s*"
 
 
-def _exchange(text: str, x: str, y: str) -> str:
+@lru_cache(maxsize=8192)
+def _either(x: str, y: str) -> re.Pattern[str]:
+    """Compiled once per pair of words: the ``re`` module's own cache (512 patterns) is
+    churned by the pairs of every candidate."""
     pattern = (lambda w: rf"\b{re.escape(w)}\b" if w.isascii() else re.escape(w))
-    return re.sub(f"{pattern(x)}|{pattern(y)}", lambda m: y if m.group(0) == x else x, text)
+    return re.compile(f"{pattern(x)}|{pattern(y)}")
+
+
+@lru_cache(maxsize=8192)
+def _joined(x: str, y: str) -> re.Pattern[str]:
+    """``x`` then ``y``, side by side or joined by a conjunction (``_CONJOINED``)."""
+    return re.compile(f"{re.escape(x)}{_CONJOINED}{re.escape(y)}")
+
+
+def _exchange(text: str, x: str, y: str) -> str:
+    return _either(x, y).sub(lambda m: y if m.group(0) == x else x, text)
+
+
+_NOT_ROLES = _FILLER | _QUESTION_WORDS
 
 
 def _roles_swapped(a: str, b: str, nouns: tuple[str, ...]) -> tuple[str, str] | None:
@@ -134,7 +153,7 @@ def _roles_swapped(a: str, b: str, nouns: tuple[str, ...]) -> tuple[str, str] | 
     compound or a symmetric list: their order is no role."""
     a, b = a.lower(), b.lower()
     words = set(nouns) | (set(_ENGLISH_WORD.findall(a)) & set(_ENGLISH_WORD.findall(b)))
-    words -= _FILLER | _QUESTION_WORDS
+    words -= _NOT_ROLES
     both = sorted(w for w in words if w in a and w in b)
     if len(both) < 2 or len(both) > 12:
         return None
@@ -144,12 +163,14 @@ def _roles_swapped(a: str, b: str, nouns: tuple[str, ...]) -> tuple[str, str] | 
     if len(set(ta) & set(tb)) < 0.5 * max(len(set(ta)), len(set(tb))):
         return None
     base = _common_share(ta, tb)
+    if base + 0.1 > 1.0:
+        # No exchange can pass: a share is at most 1.0, and it must exceed the base by 0.1.
+        return None
     for i, x in enumerate(both):
         for y in both[i + 1:]:
             if x in y or y in x:
                 continue
-            if any(re.search(f"{re.escape(p)}{_CONJOINED}{re.escape(q)}", t)
-                   for p, q in ((x, y), (y, x)) for t in (a, b)):
+            if any(_joined(p, q).search(t) for p, q in ((x, y), (y, x)) for t in (a, b)):
                 continue
             share = _common_share(_tokens(_exchange(a, x, y)), tb)
             if share >= 0.85 and share >= base + 0.1:
@@ -245,8 +266,7 @@ _OPPOSITES = word_opposites()
 def _opposite_swap(a: str, b: str) -> tuple[str, str] | None:
     """A word of one request replaced by its opposite in the other."""
     ta, tb = _tokens(a), _tokens(b)
-    matcher = difflib.SequenceMatcher(None, ta, tb, autojunk=False)
-    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+    for op, i1, i2, j1, j2 in diff(ta, tb).opcodes:
         if op != "replace":
             continue
         mine, theirs = set(ta[i1:i2]), set(tb[j1:j2])

@@ -15,6 +15,7 @@ from __future__ import annotations
 import difflib
 import re
 from functools import lru_cache
+from typing import Hashable, NamedTuple, Sequence
 
 from smartcache.fingerprint.lexicon import synonym_groups, words_of_kind
 
@@ -58,12 +59,36 @@ def _singular(token: str) -> str:
     return token
 
 
-def _common_share(ta: list[str], tb: list[str]) -> float:
+class Diff(NamedTuple):
+    """What ``difflib.SequenceMatcher(None, a, b, autojunk=False)`` says of two sequences."""
+
+    opcodes: tuple[tuple[str, int, int, int, int], ...]
+    blocks: tuple[difflib.Match, ...]
+
+
+@lru_cache(maxsize=16384)
+def diff(a: Sequence[Hashable], b: Sequence[Hashable]) -> Diff:
+    """The opcodes and matching blocks of ``a`` against ``b`` (token tuples or strings), one
+    matcher for both. Memoised: the rules of one candidate diff the same two token tuples (and
+    the same two texts character by character) several times over, and a request's candidates
+    come back on the next turn.
+
+        >>> diff(("a", "b", "c"), ("a", "x", "c")).opcodes
+        (('equal', 0, 1, 0, 1), ('replace', 1, 2, 1, 2), ('equal', 2, 3, 2, 3))
+    """
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    return Diff(tuple(matcher.get_opcodes()), tuple(matcher.get_matching_blocks()))
+
+
+def _weight(tokens: Sequence[str]) -> int:
     # A synonym placeholder stands for a word, so it weighs as two characters.
-    weight = lambda toks: sum(2 if "\ue000" <= t <= "\uf8ff" else 1 for t in toks)
-    matcher = difflib.SequenceMatcher(None, ta, tb, autojunk=False)
-    common = sum(weight(ta[b.a:b.a + b.size]) for b in matcher.get_matching_blocks())
-    return common / max(weight(ta), weight(tb), 1)
+    return sum(2 if "\ue000" <= t <= "\uf8ff" else 1 for t in tokens)
+
+
+def _common_share(ta: Sequence[str], tb: Sequence[str]) -> float:
+    ta, tb = tuple(ta), tuple(tb)
+    common = sum(_weight(ta[b.a:b.a + b.size]) for b in diff(ta, tb).blocks)
+    return common / max(_weight(ta), _weight(tb), 1)
 
 
 
