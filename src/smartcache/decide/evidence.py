@@ -36,10 +36,10 @@ pre-filter enforces it.
 
 from __future__ import annotations
 
-import difflib
-import math
 import re
+from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
@@ -47,14 +47,15 @@ import numpy as np
 from smartcache.decide import history
 from smartcache.decide.appended import appended_constraint, appended_instruction
 from smartcache.decide.decision import Reason, Zone
-from smartcache.decide.match import MODIFY, _UNRESOLVED_REFERENCE, context_similarity
+from smartcache.decide.match import MODIFY, context_similarity
 from smartcache.decide.polarity import _polarity_differs, inserted_negation
 from smartcache.decide.rules import ReasonCode as R
+from smartcache.decide.side import Side, side_of
 from smartcache.decide.swaps import (
-    _ORDER_MATTERS, _align_numbers, _anaphora, _defined_term, _edited_turn, _noun_swap, _opposite_swap,
-    _order_swapped, _roles_swapped, exchanged_spans, substituted_spans,
+    _align_numbers, _anaphora, _edited_turn, _noun_swap_sets, _opposite_swap, _order_swapped, _roles_swapped,
+    exchanged_spans, substituted_spans,
 )
-from smartcache.decide.tokens import _common_share, _is_question_words, _tokens
+from smartcache.decide.tokens import _common_share, _is_question_words, diff
 from smartcache.fingerprint import ChangeFlag, Fingerprint, Signature, has_reference, skeletons_conflict
 from smartcache.store import Entry, Scope
 
@@ -125,8 +126,9 @@ def _ngrams(text: str, n: int) -> set[str]:
     return {text[i:i + n] for i in range(max(len(text) - n + 1, 0))} if len(text) >= n else ({text} if text else set())
 
 
-def _jaccard(a: set, b: set) -> float:
-    return len(a & b) / len(a | b) if a | b else 1.0
+def _jaccard(a: set | frozenset, b: set | frozenset) -> float:
+    union = len(a | b)
+    return len(a & b) / union if union else 1.0
 
 
 def _kind(key: str) -> str:
@@ -143,17 +145,21 @@ def _quantity(key: str) -> str | None:
 
 class _Tally:
     """The evidence on one candidate while it is gathered: the verifier's features, the soft
-    signals in the order they fired, and the first hard veto."""
+    signals in the order they fired, and the first hard veto. The features are a list until
+    ``vector`` (one array made once, not 77 numpy stores)."""
 
     def __init__(self, entry_id: str) -> None:
         self.entry_id = entry_id
-        self.features = np.zeros(len(FEATURES), np.float32)
+        self.features = [0.0] * len(FEATURES)
         self.signals: list[Reason] = []
         self.veto: Reason | None = None
         self.veto_zone = Zone.MISS
 
     def put(self, name: str, value: float) -> None:
         self.features[_INDEX[name]] = value
+
+    def vector(self) -> np.ndarray:
+        return np.asarray(self.features, np.float32)
 
     def signal(self, code: str, detail: str, feature: str | None = None) -> None:
         """A rule fired: a hard veto if it is one (the first one stands), a signal otherwise;
@@ -172,12 +178,29 @@ class _Diff(NamedTuple):
 
     cached: tuple[str, ...]
     probe: tuple[str, ...]
-    ops: list[tuple[str, int, int, int, int]]
+    ops: tuple[tuple[str, int, int, int, int], ...]
+
+
+def _side(sig: Signature) -> Side:
+    """``sig``'s reading, memoised on its text, nouns and entities (``side.side_of``): once per
+    entry and once per request, not once per pair."""
+    return side_of(sig.text, tuple(sig.nouns), tuple(sig.entities))
+
+
+@lru_cache(maxsize=4096)
+def _refers(text: str) -> bool:
+    return has_reference(text)
+
+
+@lru_cache(maxsize=4096)
+def _depends(text: str) -> bool:
+    return history.depends_on_latest(text)
 
 
 def gather(fp: Fingerprint, entry: Entry, turn: float) -> Evidence:
     """Every rule's word on serving ``entry`` to ``fp``, whose turn cosine to it is ``turn``."""
     probe, cached = fp.signature, entry.signature
+    mine, theirs = _side(probe), _side(cached)
     tally = _Tally(entry.cache_id)
     global_free = entry.scope is Scope.GLOBAL and not cached.has_context   # a FAQ entry: no history to compare
     # The histories turn by turn, whenever they differ by a byte: their context vectors can
@@ -192,18 +215,17 @@ def gather(fp: Fingerprint, entry: Entry, turn: float) -> Evidence:
     context = 1.0 if equivalent else context_similarity(fp, entry)
     modifies = bool(probe.flags & MODIFY) and not (cached.flags & MODIFY)
     # In this order: it is the order of the signals in an explanation, and the first veto stands.
-    _similarities(tally, fp, entry, turn, context, global_free, equivalent)
-    diff = _texts(tally, fp, cached)
+    _similarities(tally, fp, entry, turn, context, global_free, equivalent, mine)
+    found = _texts(tally, fp, mine, theirs)
     _entities(tally, probe, cached, context, modifies)
     if equivalent:
         tally.put("context_entities_jaccard", 1.0)
-    _nouns(tally, probe, cached)
-    _intent(tally, probe, cached, diff)
+    _nouns(tally, mine, theirs)
+    _intent(tally, probe, cached, found)
     _change_flags(tally, probe, cached, modifies)
-    _wording(tally, probe, cached)
+    _wording(tally, probe, cached, mine, theirs)
     _history(tally, probe, cached, context, global_free)
-    if probe.has_context != cached.has_context and any(
-            history.depends_on_latest(t) for t in (probe.text, cached.text)):
+    if probe.has_context != cached.has_context and any(_depends(t) for t in (probe.text, cached.text)):
         # "How long should I cook it?" after one conversation, against the same words asked with
         # none (or after none, against one): what it is about is known on one side only. The
         # request's text is read with its references resolved ("does it have breakfast?" after
@@ -219,14 +241,14 @@ def gather(fp: Fingerprint, entry: Entry, turn: float) -> Evidence:
                                        "before the turns the context vector reads")
     if aligned is not None:
         tally.signals.extend(aligned.signals)
-    tally.put("unresolved_reference", float(bool(_UNRESOLVED_REFERENCE.search(probe.text))))
+    tally.put("unresolved_reference", float(mine.unresolved_reference))
     tally.put("domain_equal", float(probe.domain == cached.domain))
     veto_zone = tally.veto_zone if tally.veto is not None else Zone.MISS
-    return Evidence(entry, turn, context, tally.features, tuple(tally.signals), tally.veto, veto_zone)
+    return Evidence(entry, turn, context, tally.vector(), tuple(tally.signals), tally.veto, veto_zone)
 
 
 def _similarities(tally: _Tally, fp: Fingerprint, entry: Entry, turn: float, context: float | None,
-                  global_free: bool, equivalent: bool) -> None:
+                  global_free: bool, equivalent: bool, mine: Side) -> None:
     """``equivalent``: the alignment found the histories differ only where the request cannot
     depend on them, so they count as the same history."""
     probe, cached = fp.signature, entry.signature
@@ -239,38 +261,37 @@ def _similarities(tally: _Tally, fp: Fingerprint, entry: Entry, turn: float, con
     put("probe_history_turns", min(len(probe.history_turns), 8))
     put("cached_history_turns", min(len(cached.history_turns), 8))
     put("topic_similarity", -1.0 if fp.topic_similarity is None else fp.topic_similarity)
-    if global_free and _UNRESOLVED_REFERENCE.search(probe.text):
+    if global_free and mine.unresolved_reference:
         tally.signal("context_dependent", "a global entry cannot answer a turn that refers back")
 
 
-def _texts(tally: _Tally, fp: Fingerprint, cached: Signature) -> _Diff:
+def _texts(tally: _Tally, fp: Fingerprint, mine: Side, theirs: Side) -> _Diff:
     """Lengths, character n-gram and token overlaps, and the shape of the token diff."""
-    probe = fp.signature
-    a, b = cached.text, probe.text
+    a, b = theirs.text, mine.text
     put = tally.put
-    put("lang_zh", float(any("\u4e00" <= ch <= "\u9fff" for ch in b)))
-    put("log_len_probe", math.log1p(len(b)))
-    put("log_len_cached", math.log1p(len(a)))
+    put("lang_zh", float(mine.lang_zh))
+    put("log_len_probe", mine.log_len)
+    put("log_len_cached", theirs.log_len)
     put("len_ratio", min(len(a), len(b)) / max(len(a), len(b), 1))
     for n in (1, 2, 3):
-        put(f"char{n}_jaccard", _jaccard(_ngrams(a, n), _ngrams(b, n)))
-    ta, tb = _tokens(a), _tokens(b)
-    put("token_jaccard", _jaccard(set(ta), set(tb)))
+        put(f"char{n}_jaccard", _jaccard(theirs.grams[n - 1], mine.grams[n - 1]))
+    ta, tb = theirs.tokens, mine.tokens
+    put("token_jaccard", _jaccard(theirs.token_set, mine.token_set))
     put("token_share", _common_share(ta, tb))
-    matcher = difflib.SequenceMatcher(None, ta, tb, autojunk=False)
-    ops = matcher.get_opcodes()
+    found = diff(ta, tb)
+    ops = found.opcodes
     put("diff_replace", sum(op == "replace" for op, *_ in ops))
     put("diff_insert", sum(op == "insert" for op, *_ in ops))
     put("diff_delete", sum(op == "delete" for op, *_ in ops))
     put("max_replaced", max([max(i2 - i1, j2 - j1) for op, i1, i2, j1, j2 in ops if op == "replace"], default=0))
-    matched = sum(block.size for block in matcher.get_matching_blocks())
+    matched = sum(block.size for block in found.blocks)
     put("unmatched_probe", (len(tb) - matched) / max(len(tb), 1))
     put("unmatched_cached", (len(ta) - matched) / max(len(ta), 1))
     replaced = [(ta[i1:i2], tb[j1:j2]) for op, i1, i2, j1, j2 in ops if op == "replace"]
     if len(replaced) == 1:
         put("slot_overlap", _jaccard(_ngrams("".join(replaced[0][0]), 1), _ngrams("".join(replaced[0][1]), 1)))
-    put("resolved_reference", float(fp.view.current != probe.text))
-    put("probe_reference", float(has_reference(fp.view.current)))
+    put("resolved_reference", float(fp.view.current != fp.signature.text))
+    put("probe_reference", float(_refers(fp.view.current)))
     return _Diff(ta, tb, ops)
 
 
@@ -280,10 +301,12 @@ def _entities(tally: _Tally, probe: Signature, cached: Signature, context: float
     mine, theirs = _align_numbers(set(probe.entities), set(cached.entities))
     added = mine - theirs - cached.context_entities
     dropped = theirs - mine - probe.context_entities
+    # Counted by kind once each (a Counter), not one pass over each set per kind.
+    counts = {side: Counter(map(_kind, keys)) for side, keys in (("added", added), ("dropped", dropped),
+                                                                   ("shared", mine & theirs))}
     for kind in ENTITY_KINDS:
-        put(f"added_{kind}", sum(_kind(k) == kind for k in added))
-        put(f"dropped_{kind}", sum(_kind(k) == kind for k in dropped))
-        put(f"shared_{kind}", sum(_kind(k) == kind for k in mine & theirs))
+        for side in ("added", "dropped", "shared"):
+            put(f"{side}_{kind}", counts[side][kind])
     new_values = {v for v in map(_quantity, added) if v is not None}
     old_values = {v for v in map(_quantity, dropped) if v is not None}
     if new_values - old_values and old_values - new_values:
@@ -297,15 +320,15 @@ def _entities(tally: _Tally, probe: Signature, cached: Signature, context: float
     elif dropped:
         tally.signal("dropped_constraint", f"no longer asked: {sorted(dropped)}")
     ctx_a, ctx_b = cached.context_entities, probe.context_entities
-    put("context_entities_jaccard", _jaccard(set(ctx_a), set(ctx_b)))
+    put("context_entities_jaccard", _jaccard(ctx_a, ctx_b))
     if context is not None and context < 1.0 and ctx_a != ctx_b:
         tally.signal("context_entities", f"the histories name different things: {sorted(ctx_a ^ ctx_b)[:4]}",
                      "context_entities_differ")
 
 
-def _nouns(tally: _Tally, probe: Signature, cached: Signature) -> None:
-    extra = _noun_swap(probe.nouns, cached.nouns)
-    nouns_a, nouns_b = set(cached.nouns), set(probe.nouns)
+def _nouns(tally: _Tally, mine: Side, theirs: Side) -> None:
+    extra = _noun_swap_sets(mine.canonical_nouns, theirs.canonical_nouns)
+    nouns_a, nouns_b = theirs.nouns, mine.nouns
     tally.put("noun_extra_probe", len(nouns_b - nouns_a))
     tally.put("noun_extra_cached", len(nouns_a - nouns_b))
     tally.put("noun_shared", len(nouns_a & nouns_b))
@@ -358,18 +381,18 @@ def _change_flags(tally: _Tally, probe: Signature, cached: Signature, modifies: 
                                     tally.entry_id))
 
 
-def _wording(tally: _Tally, probe: Signature, cached: Signature) -> None:
+def _wording(tally: _Tally, probe: Signature, cached: Signature, mine: Side, theirs: Side) -> None:
     """Minimal pairs: another term defined, an opposite word, entities or roles the other way
     round, one slot edited."""
     a, b = cached.text, probe.text
     signal = tally.signal
-    terms = _defined_term(a), _defined_term(b)
+    terms = theirs.defined_term, mine.defined_term
     if None not in terms and terms[0] != terms[1]:
         signal("defined_term", f"the meaning of {terms[1]!r}, not of {terms[0]!r}", "defined_term_differs")
     opposite = _opposite_swap(a, b)
     if opposite:
         signal("opposite_words", f"{opposite[0]!r} became {opposite[1]!r}", "opposite_words")
-    if _order_swapped(probe.entities, cached.entities) and _ORDER_MATTERS.search(b) and _ORDER_MATTERS.search(a):
+    if _order_swapped(probe.entities, cached.entities) and mine.order_matters and theirs.order_matters:
         start_a, start_b = _origin(a, cached.entities), _origin(b, probe.entities)
         if start_a and start_b and start_a != start_b:
             signal("direction_reversed", "the same two places, the other way round", "entity_order")
