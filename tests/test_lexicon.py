@@ -16,6 +16,7 @@ import pytest
 from smartcache.context import normalize_text
 from smartcache.decide import history, match
 from smartcache.decide.appended import appended_constraint
+from smartcache.decide.near_exact import near_exact
 from smartcache.errors import ConfigError
 from smartcache.fingerprint import lexicon, tags
 from smartcache.fingerprint.lexicon import Concept, Lexicon, load_lexicon, parse_lexicon
@@ -31,6 +32,7 @@ def uses(lex: Lexicon, c: Concept) -> list[str]:
     out += ["antonym"] if c.name in lex.antonym_names() else []
     out += ["pairs"] if c.pairs else []
     out += [c.kind] if c.kind in ("filler", "question", "common", "constraint") else []
+    out += ["near_exact"] if c.kind in ("courtesy", "courtesy_inner", "confusable") else []
     return out
 
 
@@ -50,6 +52,8 @@ def agree(use: str, c: Concept, a: str, b: str) -> bool:
         return bool(history.content_words(a) & history.content_words(b))
     if use == "constraint":  # the opener in both, or in a rewording: nothing is added
         return appended_constraint(a, b) is None and appended_constraint(b, a) is None
+    if use == "near_exact":  # a repeat but for courtesy or a slip
+        return near_exact(a, b) is not None
     raise AssertionError(use)
 
 
@@ -66,6 +70,8 @@ def told_apart(use: str, a: str, b: str) -> bool:
         return not history.content_words(a) & history.content_words(b)
     if use == "constraint":  # one way round: the side that adds the clause is the cached one
         return appended_constraint(a, b) is not None or appended_constraint(b, a) is not None
+    if use == "near_exact":
+        return near_exact(a, b) is None
     return False
 
 

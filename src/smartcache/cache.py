@@ -44,16 +44,20 @@ from smartcache.errors import InvalidRequest, StoreError
 from smartcache.fingerprint import ChangeFlag, Encoder, Fingerprint, Fingerprinter, MemoEncoder, shared_encoder
 from smartcache.fingerprint.tags import change_flags, is_time_sensitive
 from smartcache.decide.decider import tier_of, words_only
+from smartcache.decide.near_exact import corrected, near_repeat
 from smartcache.learn import AnswerJudge, Judgement, Label
 from smartcache.learn.personal import personal_data
 from smartcache.learn.policy import CHECK, FORWARDED, LearnedPolicy, Observation, Witnesses
 from smartcache.lifecycle import FeedbackResult, Lifecycle
 from smartcache.lookup import CacheRequest, Lookup
-from smartcache.store import Answer, Entry, EntryId, EntryState, MemoryStore, Scope, SearchFilter, Store, VersionKey
+from smartcache.store import (Answer, Entry, EntryId, EntryState, MemoryStore, Scope, ScoredEntry, SearchFilter, Store,
+                              VersionKey)
 from smartcache.store.guard import GuardedStore, StoreHealth
 
 log = logging.getLogger("smartcache")
 _ENDS_SESSION = frozenset({ChangeFlag.RESET, ChangeFlag.CORRECTION})
+_NEAR_CANDIDATES = 4     # nearest entries the near-exact path reads (a typo'd repeat is among the nearest)
+_NEAR_FLOOR = 0.6        # below this turn cosine no typo'd repeat was seen; nothing to read
 _CACHES = itertools.count(1)
 
 
@@ -88,6 +92,7 @@ class CacheStats:
     checks_wrong: int = 0       # ... and found different: the measured live error
     shared: int = 0             # answers proven the same across sessions, put into the global pool
     exact_hits: int = 0         # hits the exact path served, before any model ran
+    near_exact_hits: int = 0    # hits served as a repeat but for typos and courtesy, before the verifier
 
 
 def make_store(config: CacheConfig, dim: int) -> Store:
@@ -242,6 +247,37 @@ class SmartCache:
                             verify=entry.state is EntryState.SUSPECT, candidates=1)
         return None
 
+    def _near_exact(self, fp: Fingerprint, flt: SearchFilter, candidates: list[ScoredEntry]) -> Decision | None:
+        """The near-exact path: one of the nearest entries is this request but for typos and
+        courtesy (``decide.near_exact``), turn by turn through the history, with the same
+        negations, opposite actions, change flags and numbers. Decided before the rules'
+        evidence and the verifier. The domain pre-filter is not trusted here (a typo can move
+        a request's tag), so the nearest entries of every domain are read too."""
+        if not self.config.exact_path or fp.topic_switch and self.decider.switches.change_detection:
+            return None
+        pool = list(candidates)
+        anywhere = replace(flt, domain=None)
+        if flt.domain not in (None, "general"):
+            pool += self.backend.search(anywhere, fp.turn_vector, _NEAR_CANDIDATES)
+        spelled = corrected(fp.signature.text)
+        if spelled is not None:     # the encoder reads a typo'd turn far from what was meant
+            pool += self.backend.search(anywhere, self.encoder.encode([spelled])[0], _NEAR_CANDIDATES)
+        seen: set[str] = set()
+        for c in sorted(pool, key=lambda c: -c.similarity)[:2 * _NEAR_CANDIDATES]:
+            entry = c.entry
+            if entry.cache_id in seen or c.similarity < _NEAR_FLOOR:
+                continue
+            seen.add(entry.cache_id)
+            found = near_repeat(fp.signature, entry.signature)
+            if found is None or self.decider.check_facts(fp, entry):
+                continue
+            self._count("near_exact_hits")
+            return Decision(Zone.HIT, (Reason(ReasonCode.NEAR_EXACT_MATCH, f"the same request but for "
+                                              f"{found.describe()}; turn cosine {c.similarity:.3f}", entry.cache_id),),
+                            entry, Scores(c.similarity, 1.0), verify=entry.state is EntryState.SUSPECT,
+                            candidates=len(candidates))
+        return None
+
     def _semantic(self, request: CacheRequest) -> Decision:
         """The semantic path: fingerprint, gate, vector search, evidence and the verifier."""
         fp, gate, tenant, session = request.fingerprint, request.gate, request.tenant, request.session
@@ -255,6 +291,9 @@ class SmartCache:
                            domain=fp.signature.domain, now=self.clock(),
                            feedback_floor=self.config.lifecycle.feedback_floor)
         candidates = self.backend.search(flt, fp.turn_vector, self.config.top_k)
+        near = self._near_exact(fp, flt, candidates)
+        if near is not None:
+            return near
         continued = [] if session is None else [
             e for e in self.backend.find(tenant=tenant, session_id=session,
                                        conversation_hash=fp.signature.history_hash)
@@ -648,7 +687,7 @@ class SmartCache:
             memo_hits=self.encoder.hits, memo_misses=self.encoder.misses,
             observations=counts.get("observations", 0),
             checks=checked, checks_wrong=wrong, shared=counts.get("shared", 0),
-            exact_hits=counts.get("exact_hits", 0),
+            exact_hits=counts.get("exact_hits", 0), near_exact_hits=counts.get("near_exact_hits", 0),
         )
 
     def _count(self, key: str, n: int = 1) -> None:

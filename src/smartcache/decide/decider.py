@@ -315,6 +315,10 @@ class Decider:
         only the current turn's constraints are new to the cached answer."""
         return check_answer(constraints_of([current]), entry.answer.text) if self.validate else []
 
+    def check_facts(self, fp: Fingerprint, entry: Entry) -> list[str]:
+        """What of the cached answer's key facts contradicts this request (empty: nothing)."""
+        return self._validate(fp, entry)
+
     def _validate(self, fp: Fingerprint, entry: Entry) -> list[str]:
         if not self.validate:
             return []

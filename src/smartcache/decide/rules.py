@@ -87,6 +87,8 @@ class ReasonCode(enum.StrEnum):
     VALIDATION_FAILED = "validation_failed", "validation", "a key fact of the cached answer contradicts the request"
     # verifier / similarity: the learned verifier, or the turn cosine where it is off
     EXACT_MATCH = "exact_match", "verifier", "the same request word for word (normalised), with the same history: served"
+    NEAR_EXACT_MATCH = "near_exact_match", "verifier", ("the same request and history but for typos and courtesy, "
+                                                        "with the same negations, actions and numbers: served")
     SEMANTIC_MATCH = "semantic_match", "verifier", "the candidate is the same request: served"
     LEARNED_MATCH = "learned_match", "verifier", ("served below the packaged point: the tenant's checked traffic "
                                                   "bounds P(wrong) there at or under its error bound δ")

@@ -23,7 +23,7 @@ from smartcache.errors import ConfigError
 
 LANGUAGES = ("zh", "en")      # the order the tables are built in
 KINDS = frozenset({"synonyms", "action", "antonym", "opposites", "filler", "question", "common",
-                   "constraint"})
+                   "constraint", "courtesy", "courtesy_inner", "confusable"})
 USES = ("synonyms", "action", "antonym")   # the uses a member can be left out of (``not_in``)
 _KEYS = frozenset({"kind", "words", "patterns", "opposite", "pairs", "synonyms", "form", "not_in", "examples"})
 
@@ -215,6 +215,11 @@ def word_opposites() -> set[frozenset[str]]:
 def words_of_kind(kind: str) -> frozenset[str]:
     """Every word of the concepts of one kind ("filler", "question"), both languages."""
     return frozenset(w for lex in lexicons() for c in lex.concepts if c.kind == kind for w in c.words)
+
+
+def concepts_of_kind(kind: str) -> list[tuple[str, ...]]:
+    """The words of each concept of one kind, concept by concept, both languages."""
+    return [c.words for lex in lexicons() for c in lex.concepts if c.kind == kind]
 
 
 def constraint_openers() -> list[str]:

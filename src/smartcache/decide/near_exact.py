@@ -1,0 +1,356 @@
+"""Near-exact: two turns that differ only by typos and courtesy are one request.
+
+Users retype what they asked with a slip of the keyboard or the IME ("adress",
+"recieve", 以经 for 已经), with "please" or 请问 added, or with another case and
+punctuation (normalisation has taken care of those). Such a repeat is the same
+request, and no model's doubt about it should make it a miss. What changes meaning is
+never a typo: a digit, a negation, an opposite word, another real word.
+
+The two texts are cut into tokens (English words, digit groups, single CJK
+characters), courtesy is dropped at either end (lexicon kind ``courtesy``) or anywhere
+(``courtesy_inner``), and the token sequences are aligned (rapidfuzz). Every difference must then be one of:
+
+- a typo of one word for another: English, both words start alike, are within one
+  edit (two from seven letters; a swap of neighbours is one, OSA distance), and one is a
+  slip for the other: not both known words (zipf frequency >= 3.3 in ``wordfreq``'s
+  English list) and at least 1.5 zipf apart ("recieve" 2.75 / "receive" 4.85; "broil"
+  2.44 / "boil" 3.83 are two words; "form" / "from" too);
+- a Chinese IME slip (``_ime_slip``): characters the lexicon groups as slips for each
+  other (kind ``confusable``: 的/得/地, 在/再...), or one character for another of the same
+  sound where one side makes a dictionary word and the other does not (以经 / 已经), or a
+  lone character for one of the same syllable and tone; never two words (权利 / 权力) nor
+  one pronoun for another (他 / 她);
+- a character or word typed twice, a dropped or added particle (的 吗 呢 吧 啊 呀 嘛)
+  or article (a an the);
+- words run together or apart ("e mail" / "email").
+
+No digit group and no negator may change, and a turn may hold at most 1 + n/5 typos
+(n its tokens; at most 3). The caller compares what the rules extracted besides
+(negations, opposite actions, numbers) before serving.
+
+    >>> bool(near_exact("how do i change the email adress on my acount", "how do i change the email address on my account"))
+    True
+    >>> near_exact("how do i encrypt this file", "how do i decrypt this file") is None
+    True
+    >>> bool(near_exact("我以经付款了，怎么查物流", "我已经付款了，怎么查物流")), near_exact("公民的权利", "公民的权力") is None
+    (True, True)
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+from rapidfuzz.distance import OSA, Levenshtein
+
+from smartcache.fingerprint import Signature
+from smartcache.fingerprint.lexicon import concepts_of_kind, words_of_kind
+
+_TOKEN = re.compile(r"[a-z]+(?:'[a-z]+)*|\d+(?:[.,:]\d+)*|[\u3400-\u9fff]|[^\W\d_a-z\u3400-\u9fff]+")
+_CJK = re.compile(r"[\u3400-\u9fff]")
+_DROPPABLE = frozenset({"的", "吗", "呢", "吧", "啊", "呀", "嘛", "a", "an", "the"})
+# Never a typo of anything: a negator typed or dropped flips the request.
+_NEGATORS = frozenset({"不", "没", "别", "无", "非", "未", "否", "勿", "莫",
+                       "no", "not", "never", "nor", "none", "dont", "doesnt", "didnt", "cant", "wont", "isnt",
+                       "arent", "wasnt", "werent", "shouldnt", "couldnt", "wouldnt", "havent", "hasnt"})
+_KNOWN_ZIPF = 3.3      # "teh" 3.0, "adress" 2.4, "definately" 2.9; "parma" 3.0, "bake" 3.9, "form" 5.3
+# A slip is far rarer than what was meant: "recieve" 2.75 / "receive" 4.85, "adress" 2.39 / 4.91;
+# two rare real words are not ("broil" 2.44 / "boil" 3.83).
+_SLIP_GAP = 1.5
+
+
+@dataclass(frozen=True)
+class NearExact:
+    """What separates the two texts: ``edits`` for people ("adress→address", "+please")."""
+
+    edits: tuple[str, ...]
+
+    def __bool__(self) -> bool:
+        return True
+
+    def describe(self) -> str:
+        return ", ".join(self.edits) if self.edits else "case, punctuation or spacing"
+
+
+@functools.lru_cache(maxsize=2)
+def _courtesy(kind: str = "courtesy") -> tuple[tuple[str, ...], ...]:
+    """Courtesy phrases as token sequences, longest first (so "thank you" goes before "thank")."""
+    phrases = {tuple(t.replace("'", "") for t in _TOKEN.findall(w.lower())) for w in words_of_kind(kind)}
+    return tuple(sorted((p for p in phrases if p), key=len, reverse=True))
+
+
+def tokens(text: str) -> list[str]:
+    """The tokens of a normalised text, apostrophes dropped ("i'm" is "im"), courtesy dropped:
+    at either end, or anywhere (its inner kind)."""
+    out = _trim(t.replace("'", "") for t in _TOKEN.findall(text.lower()))
+    for phrase in _courtesy("courtesy_inner"):
+        n, k = len(phrase), 0
+        while k + n <= len(out):
+            # Not a span of a longer word: 一下子 (all at once) keeps its 一下.
+            if tuple(out[k:k + n]) == phrase and not (k + n < len(out) and out[k + n] == "子"):
+                del out[k:k + n]
+            else:
+                k += 1
+    return _trim(out)
+
+
+def _trim(seq) -> list[str]:
+    """Courtesy phrases dropped from either end, as long as one is there (not the whole turn)."""
+    out = list(seq)
+    changed = True
+    while changed and out:
+        changed = False
+        for phrase in _courtesy():
+            n = len(phrase)
+            if len(out) > n and tuple(out[:n]) == phrase:
+                out, changed = out[n:], True
+            if len(out) > n and tuple(out[-n:]) == phrase:
+                out, changed = out[:-n], True
+    return out
+
+
+def near_exact(a: str, b: str) -> NearExact | None:
+    """Whether two normalised turns differ only by typos and courtesy (None: they may differ)."""
+    if a == b:
+        return NearExact(())
+    ta, tb = tokens(a), tokens(b)
+    if ta == tb:
+        return NearExact(_courtesy_edits(a, b))
+    if "".join(ta) == "".join(tb):          # run together or apart: "e mail" / "email"
+        return NearExact(("spacing",))
+    budget = 1 + max(len(ta), len(tb)) // 5
+    edits: list[str] = []
+    typos = 0
+    for op, i1, i2, j1, j2 in Levenshtein.opcodes(ta, tb):
+        if op == "equal":
+            continue
+        if op in ("delete", "insert"):
+            seq, lo, hi = (ta, i1, i2) if op == "delete" else (tb, j1, j2)
+            for k in range(lo, hi):
+                if not _droppable(seq, k):
+                    return None
+                edits.append(f"{'-' if op == 'delete' else '+'}{seq[k]}")
+            continue
+        if i2 - i1 != j2 - j1:
+            if "".join(ta[i1:i2]) == "".join(tb[j1:j2]):
+                edits.append("spacing")
+                continue
+            return None
+        for k in range(i2 - i1):
+            if not _typo(ta, i1 + k, tb, j1 + k):
+                return None
+            typos += 1
+            edits.append(f"{ta[i1 + k]}→{tb[j1 + k]}")
+    if typos > min(3, budget):
+        return None
+    return NearExact(tuple(edits))
+
+
+def near_exact_turns(a: Sequence[str], b: Sequence[str]) -> NearExact | None:
+    """``near_exact`` turn by turn over two equally long lists of turns."""
+    if len(a) != len(b):
+        return None
+    edits: list[str] = []
+    for x, y in zip(a, b):
+        found = near_exact(x, y)
+        if found is None:
+            return None
+        edits += found.edits
+    return NearExact(tuple(edits))
+
+
+def near_repeat(request: Signature, cached: Signature) -> NearExact | None:
+    """Whether a request repeats a cached one but for typos and courtesy: its turn and every
+    prior turn (assistant turns byte for byte after normalisation, small talk aside), with the
+    same negations, opposite-action sides, change flags and numbers as the rules read them."""
+    if (request.negations, request.sides, request.flags) != (cached.negations, cached.sides, cached.flags):
+        return None
+    if _numbers(request.entities) != _numbers(cached.entities):
+        return None
+    found = near_exact(request.text, cached.text)
+    if found is None or request.history_hash == cached.history_hash:
+        return found
+    mine, theirs = request.turns, cached.turns
+    # Every prior turn must be on record (a long history keeps only its head and tail).
+    if len(mine) != len(theirs) or any(r.pos != i + 1 for turns in (mine, theirs) for i, r in enumerate(turns)):
+        return None
+    edits = list(found.edits)
+    for a, b in zip(mine, theirs):
+        if a.role != b.role:
+            return None
+        if a.digest == b.digest or a.chatter and b.chatter:
+            continue
+        if a.role != "user" or "…" in a.excerpt + b.excerpt:
+            return None
+        turn = near_exact(a.excerpt.lower(), b.excerpt.lower())
+        if turn is None:
+            return None
+        edits += turn.edits
+    return NearExact(tuple(edits))
+
+
+def _numbers(entities: Sequence[str]) -> list[str]:
+    return sorted(e for e in entities if any(ch.isdigit() for ch in e))
+
+
+def _courtesy_edits(a: str, b: str) -> tuple[str, ...]:
+    wa, wb = _TOKEN.findall(a.lower()), _TOKEN.findall(b.lower())
+    return tuple(f"-{w}" for w in wa if w not in wb) + tuple(f"+{w}" for w in wb if w not in wa)
+
+
+def _droppable(seq: Sequence[str], k: int) -> bool:
+    """A token whose absence changes nothing: a particle, an article, or one typed twice."""
+    word = seq[k]
+    if word in _DROPPABLE:
+        return True
+    return (k > 0 and seq[k - 1] == word) or (k + 1 < len(seq) and seq[k + 1] == word)
+
+
+def _typo(ta: Sequence[str], i: int, tb: Sequence[str], j: int) -> bool:
+    x, y = ta[i], tb[j]
+    if x in _NEGATORS or y in _NEGATORS or any(c.isdigit() for c in x + y):
+        return False
+    if _CJK.fullmatch(x) and _CJK.fullmatch(y):
+        return _ime_slip(ta, i, tb, j)
+    if not (x.isascii() and y.isascii() and x.isalpha() and y.isalpha()):
+        return False
+    if min(len(x), len(y)) < 3 or x[0] != y[0]:
+        return False
+    if OSA.distance(x, y) > (1 if max(len(x), len(y)) < 7 else 2):
+        return False
+    zx, zy = _zipf(x), _zipf(y)
+    return min(zx, zy) < _KNOWN_ZIPF and abs(zx - zy) >= _SLIP_GAP
+
+
+def _ime_slip(ta: Sequence[str], i: int, tb: Sequence[str], j: int) -> bool:
+    """One character typed for another of the same sound: one of a group of characters that
+    are slips for each other (lexicon kind ``confusable``: 的/得/地, 在/再...); a character that
+    makes a dictionary word on one side and stands alone on the other, by the sound an IME
+    confuses (以经 / 已经: jieba cuts 以经 into 以 and 经; 自动跟新 / 自动更新, gen / geng); or a
+    lone character for another of the very same syllable and tone (怎么练 / 怎么炼). Two words
+    (期中 / 期终, 权利 / 权力) are not a slip, nor two syllables or tones (怎么买 / 怎么卖), nor
+    one pronoun for another (他 / 她)."""
+    x, y = ta[i], tb[j]
+    if frozenset((x, y)) in _confusables():
+        return True
+    if x in _PRONOUNS or y in _PRONOUNS:
+        return False
+    at_a, at_b = len("".join(ta[:i])), len("".join(tb[:j]))
+    span_a, span_b = _word_around("".join(ta), at_a), _word_around("".join(tb), at_b)
+    long_a, long_b = span_a[1] - span_a[0] > 1, span_b[1] - span_b[0] > 1
+    if long_a and long_b:
+        return False
+    if long_a or long_b:
+        return bool(_sounds(x, fuzzy=True) & _sounds(y, fuzzy=True))
+    return bool(_sounds(x, fuzzy=False) & _sounds(y, fuzzy=False))
+
+
+_PRONOUNS = frozenset("他她它你妳您")
+# What an IME's fuzzy pinyin merges (and hurried typing with it): front and back nasals,
+# flat and curled initials.
+_FUZZY = ((re.compile(r"(?<=[aei])ng$|(?<=i)ng$"), "n"), (re.compile(r"^([zcs])h"), r"\1"))
+
+
+@functools.lru_cache(maxsize=8192)
+def _sounds(char: str, *, fuzzy: bool) -> frozenset[str]:
+    """Every reading of a character: toneless and fuzzy, or with its tone."""
+    from pypinyin import Style, pinyin
+    if not fuzzy:
+        return frozenset(pinyin(char, style=Style.TONE3, heteronym=True, neutral_tone_with_five=True)[0])
+    out = set()
+    for reading in pinyin(char, style=Style.NORMAL, heteronym=True)[0]:
+        for pattern, repl in _FUZZY:
+            reading = pattern.sub(repl, reading)
+        out.add(reading)
+    return frozenset(out)
+
+
+@functools.lru_cache(maxsize=1)
+def _confusables() -> frozenset[frozenset[str]]:
+    pairs = set()
+    for group in concepts_of_kind("confusable"):
+        pairs |= {frozenset((a, b)) for a in group for b in group if a != b}
+    return frozenset(pairs)
+
+
+def _word_around(text: str, at: int) -> tuple[int, int]:
+    """The span of the jieba dictionary word that covers position ``at``."""
+    start = 0
+    for word in _segment(text):
+        end = start + len(word)
+        if start <= at < end:
+            return start, end
+        start = end
+    return at, at + 1
+
+
+@functools.lru_cache(maxsize=4096)
+def _segment(text: str) -> tuple[str, ...]:
+    return tuple(_jieba().lcut(text, HMM=False))
+
+
+@functools.lru_cache(maxsize=1)
+def _jieba():
+    import logging
+
+    import jieba
+    jieba.setLogLevel(logging.WARNING)
+    jieba.initialize()
+    return jieba.dt
+
+
+def _zipf(word: str) -> float:
+    return _english().get(word, 0.0)
+
+
+@functools.lru_cache(maxsize=1)
+def _english() -> dict[str, float]:
+    """English words of zipf frequency >= 1.5 (about 160 k), with their zipf frequency, read
+    from wordfreq's list once (its own cached dict of every form would hold 37 MB)."""
+    import wordfreq
+    out: dict[str, float] = {}
+    for bucket, words in enumerate(wordfreq.read_cBpack(wordfreq.available_languages("best")["en"])):
+        zipf = 9 - bucket / 100         # bucket i holds the words of frequency 10^(-i/100)
+        if zipf < 1.5:
+            break
+        for w in words:
+            if w.isascii() and w.isalpha():
+                out[w] = zipf
+    return out
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def corrected(text: str) -> str | None:
+    """``text`` with each English word that is not a known word replaced by the most frequent
+    word one keystroke away (a letter dropped, added, changed, or two swapped) that starts
+    alike and is far more frequent; None when nothing was corrected. The encoder reads
+    "chnage the email adress" far from what was meant (cosine 0.41): the near-exact path
+    searches with this text too."""
+    words = _TOKEN.findall(text.lower())
+    out, changed = [], False
+    for w in words:
+        fix = _correction(w) if w.isascii() and w.isalpha() and len(w) >= 4 else None
+        out.append(fix or w)
+        changed |= fix is not None
+    return " ".join(out) if changed else None
+
+
+@functools.lru_cache(maxsize=16384)
+def _correction(word: str) -> str | None:
+    own = _zipf(word)
+    if own >= _KNOWN_ZIPF:
+        return None
+    known = _english()
+    edits = {word[:i] + word[i + 1:] for i in range(1, len(word))}
+    edits |= {word[:i] + word[i + 1] + word[i] + word[i + 2:] for i in range(1, len(word) - 1)}
+    edits |= {word[:i] + c + word[i + 1:] for i in range(1, len(word)) for c in _LETTERS}
+    edits |= {word[:i] + c + word[i:] for i in range(1, len(word) + 1) for c in _LETTERS}
+    found = [(known[e], e) for e in edits if known.get(e, 0.0) >= own + _SLIP_GAP]
+    return max(found)[1] if found else None
+
+
+__all__ = ["NearExact", "corrected", "near_exact", "near_exact_turns", "near_repeat", "tokens"]

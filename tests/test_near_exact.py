@@ -1,0 +1,115 @@
+"""The near-exact path (issue 29): a repeat but for typos and courtesy is the same request;
+what changes meaning never is. Examples written for this file, both ways, both languages."""
+
+from __future__ import annotations
+
+import pytest
+
+from smartcache import Zone
+from smartcache.context import normalize_text
+from smartcache.decide.near_exact import corrected, near_exact, tokens
+
+from conftest import A, U, remember
+
+SAME = [
+    # English: a dropped, doubled, swapped or neighbouring letter; courtesy; case and spacing
+    ("How do I cancel my gym membership?", "How do I cancle my gym membership?"),
+    ("What is the boiling point of water at altitude?", "What is the boiling piont of water at altitude?"),
+    ("Best way to learn touch typing", "Best way to lern touch typing"),
+    ("How do I back up my photos to an external drive?", "hi, how do I back up my photos to an externall drive? thanks"),
+    ("Why does my bread come out dense?", "Why does my bread come out dense"),
+    ("Could you please recommend a sci-fi novel?", "recommend a sci-fi novel"),
+    ("I'm stuck on level 3, any tips?", "Im stuck on level 3, any tips?"),
+    ("How do I set up an e-mail filter?", "How do I set up an email filter?"),
+    # Chinese: IME slips of one sound, courtesy, punctuation and width
+    ("怎么把照片备份到电脑", "怎么把照片备分到电脑"),
+    ("周末去苏州玩两天怎么安排", "请问周末去苏州玩两天怎么安排？谢谢"),
+    ("猫咪不吃东西怎么办", "猫咪不吃东西怎么办呢"),
+    ("怎样才能睡得更好", "怎样才能睡的更好"),
+    ("帮我查一下明早的航班", "帮我查明早的航班"),
+    ("这个软件怎么更新版本", "这个软件怎么跟新版本"),
+]
+
+DIFFERENT = [
+    # a number, a negation, an opposite, another real word, a name, a unit, a pronoun
+    ("How do I cancel my gym membership?", "How do I cancel my gym memberships for 2 people?"),
+    ("Book a table for 4", "Book a table for 5"),
+    ("Can I freeze cooked rice?", "Can't I freeze cooked rice?"),
+    ("How do I encrypt a zip file?", "How do I decrypt a zip file?"),
+    ("How long should I boil an egg?", "How long should I broil an egg?"),
+    ("Is it safe to eat raw kale?", "Is it safe to eat raw kelp?"),
+    ("Convert 10 km to miles", "Convert 10 kg to miles"),
+    ("What is the capital of Austria?", "What is the capital of Australia?"),
+    ("怎么买二手车", "怎么卖二手车"),
+    ("期中考试怎么复习", "期终考试怎么复习"),
+    ("我能带充电宝上飞机吗", "我不能带充电宝上飞机吗"),
+    ("和他说一声", "和她说一声"),
+    ("去成都玩三天", "去成都玩四天"),
+    ("公民的权利有哪些", "公民的权力有哪些"),
+]
+
+
+@pytest.mark.parametrize("a, b", SAME)
+def test_a_slip_or_a_courtesy_is_the_same_request(a, b):
+    assert near_exact(normalize_text(a), normalize_text(b)) is not None
+    assert near_exact(normalize_text(b), normalize_text(a)) is not None
+
+
+@pytest.mark.parametrize("a, b", DIFFERENT)
+def test_what_changes_meaning_is_never_a_slip(a, b):
+    assert near_exact(normalize_text(a), normalize_text(b)) is None
+    assert near_exact(normalize_text(b), normalize_text(a)) is None
+
+
+def test_too_many_slips_are_not_one_request():
+    assert near_exact("how to cancle my membresip", "how to cancel my membership") is not None
+    assert near_exact("hwo to cancle my membresip", "how to cancel my membership") is None
+
+
+def test_courtesy_goes_at_the_ends_and_inner_courtesy_anywhere():
+    assert tokens("hi, please reset my password, thanks") == ["reset", "my", "password"]
+    assert tokens("请问帮我查一下快递") == list("帮我查快递")
+    assert tokens("一下子就好了") == list("一下子就好了")        # 一下子 is "all at once"
+
+
+def test_a_misspelt_turn_is_corrected_for_the_search_only():
+    assert corrected("how do i chnage the email adress") == "how do i change the email address"
+    assert corrected("how do i change the email address") is None
+    assert corrected("how long to broil salmon") is None        # a real word, however rare
+
+
+def test_a_typoed_repeat_is_served_without_the_verifier(cache):
+    entry = remember(cache, [U("How do I change the email address on my account?")], "Settings > Account.")
+    found = cache.lookup([U("How do I chnage the email adress on my acount?")], session="s1")
+    assert found.zone is Zone.HIT and found.has_reason("near_exact_match") and found.entry.cache_id == entry
+    assert found.scores.same is None and cache.stats().near_exact_hits == 1
+
+
+def test_a_typo_in_the_history_is_a_repeat_but_another_answer_in_it_is_not(cache):
+    entry = remember(cache, [U("我想学做蛋糕"), A("可以从戚风蛋糕开始。"), U("需要买什么工具")], "打蛋器、烤箱和模具。")
+    again = cache.lookup([U("我想学作蛋糕"), A("可以从戚风蛋糕开始。"), U("需要买什么工具")], session="s1")
+    assert again.zone is Zone.HIT and again.has_reason("near_exact_match") and again.entry.cache_id == entry
+    other = cache.lookup([U("我想学做蛋糕"), A("可以从海绵蛋糕开始。"), U("需要买什么工具")], session="s1")
+    assert not other.has_reason("near_exact_match")
+
+
+@pytest.mark.parametrize("cached, probe", [
+    ("How do I encrypt a zip file?", "How do I decrypt a zip file?"),
+    ("Book a table for 4 at 7pm", "Book a table for 5 at 7pm"),
+    ("怎么买二手车", "怎么卖二手车"),
+])
+def test_minimal_pairs_never_take_the_near_exact_path(cache, cached, probe):
+    remember(cache, [U(cached)], "answer")
+    assert not cache.lookup([U(probe)], session="s1").has_reason("near_exact_match")
+
+
+def test_scope_still_holds(cache):
+    remember(cache, [U("How do I change the email address on my account?")], "Settings > Account.")
+    assert cache.lookup([U("How do I chnage the email adress on my acount?")], session="s2").zone is Zone.MISS
+
+
+def test_the_path_goes_with_the_exact_one(make_cache):
+    cache = make_cache(exact_path=False)
+    remember(cache, [U("How do I change the email address on my account?")], "Settings > Account.")
+    assert not cache.lookup([U("How do I chnage the email adress on my acount?")], session="s1").has_reason(
+        "near_exact_match")
