@@ -304,14 +304,17 @@ class SmartCache:
 
     def store(self, messages: Lookup | CacheRequest | Any, answer: str, *, session: str | None = None,
               tenant: str | None = None, versions: Mapping[str, object] | None = None, scope: str = "session",
-              ttl: float | None = None, prompt_tokens: int = 0) -> StoreResult:
+              ttl: float | None = None, prompt_tokens: int = 0, cut_at: int = 0) -> StoreResult:
         """Write the answer given to a request as a PENDING entry (not servable until promoted).
 
         ``messages`` are the request's messages, with its session, tenant and versions given
         here; or what ``lookup`` (or ``prepare``) of this cache returned, which carries them.
         Call it only once the answer is complete. Refuses (``stored=False``, ``reason`` a
         ``ReasonCode``) what must never be cached: time-sensitive or high-risk requests, empty
-        answers, tool calls, a correction without the history it corrects.
+        answers, tool calls, a correction without the history it corrects. ``cut_at``: the
+        answer stopped at this ``max_tokens`` (the engine's finish_reason "length"); such an
+        answer is served only to a request that asks for as many tokens or fewer (the gateway
+        cuts it to the request's limit), 0 for a complete one.
         """
         if not isinstance(answer, str):
             raise InvalidRequest("answer must be a string")
@@ -332,6 +335,8 @@ class SmartCache:
             prompt_tokens = -1
         if prompt_tokens < 0:
             raise InvalidRequest("prompt_tokens must be a non-negative integer")
+        if isinstance(cut_at, bool) or not isinstance(cut_at, int) or cut_at < 0:
+            raise InvalidRequest("cut_at must be a non-negative integer (0: a complete answer)")
         request = self._request_of(messages, session=session, tenant=tenant, versions=versions)
         if isinstance(messages, Lookup) and messages.zone is not Zone.HIT:
             self.learn(messages, answer)    # the engine answered a request the cache had a candidate for
@@ -342,7 +347,7 @@ class SmartCache:
             self._count("store_refusals")
             return StoreResult(False, None, None, refusal)
         try:
-            entry = self._entry(request, answer, scope_value, ttl, prompt_tokens)
+            entry = replace(self._entry(request, answer, scope_value, ttl, prompt_tokens), cut_at=cut_at)
             self.lifecycle.admit(entry)
         except StoreError as exc:
             log.error("smartcache store failed during write, answer not cached: %s", exc)

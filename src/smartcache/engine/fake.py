@@ -170,6 +170,10 @@ class FakeEngine:
     def count_text_tokens(self, text: str) -> int:
         return count_text_tokens(text)
 
+    def truncate_text(self, text: str, tokens: int) -> str:
+        """The first ``tokens`` tokens of ``text`` (a cached answer cut to a request's limit)."""
+        return "".join(split_tokens(text)[:tokens]) if count_text_tokens(text) > tokens else text
+
     def count_tokens(self, messages: list[dict[str, Any]]) -> int:
         return len(prompt_pieces(messages))
 

@@ -113,6 +113,11 @@ class ChatTokenizer:
     def count_text_tokens(self, text: str) -> int:
         return len(self._encode(text))
 
+    def truncate_text(self, text: str, tokens: int) -> str:
+        """The first ``tokens`` tokens of ``text``, decoded: a cached answer cut to a request's limit."""
+        ids = self._encode(text)
+        return text if len(ids) <= tokens else self.tokenizer.decode(list(ids[:tokens]), skip_special_tokens=True)
+
 
 class LocalEngine:
     """SmolLM2 with a radix tree of KV prefixes shared by every session."""
@@ -142,6 +147,7 @@ class LocalEngine:
         self.encode_messages = self.chat.encode_messages
         self.count_tokens = self.chat.count_tokens
         self.count_text_tokens = self.chat.count_text_tokens
+        self.truncate_text = self.chat.truncate_text
         self._encode = self.chat._encode
 
     # -- forward passes ---------------------------------------------------------------

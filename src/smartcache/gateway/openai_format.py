@@ -80,9 +80,10 @@ class StreamWriter:
 
 
 async def replay(writer: StreamWriter, answer: str, step: int, usage: Usage,
-                 on_done: Callable[[float | None], None]) -> AsyncIterator[bytes]:
-    """A cached answer as a stream, in pieces of ``step`` characters. ``on_done`` gets the time
-    the first piece was taken (None for an empty answer), before ``[DONE]`` goes out."""
+                 on_done: Callable[[float | None], None], finish: str = "stop") -> AsyncIterator[bytes]:
+    """A cached answer as a stream, in pieces of ``step`` characters, ending with ``finish``.
+    ``on_done`` gets the time the first piece was taken (None for an empty answer), before
+    ``[DONE]`` goes out."""
     for frame in writer.role():
         yield frame
     first = None
@@ -90,7 +91,7 @@ async def replay(writer: StreamWriter, answer: str, step: int, usage: Usage,
         for frame in writer.content(answer[i:i + step]):
             yield frame
         first = first or time.perf_counter()
-    for frame in writer.finish("stop", usage):
+    for frame in writer.finish(finish, usage):
         yield frame
     on_done(first)
     yield DONE

@@ -39,6 +39,7 @@ from smartcache.gateway.shadow import ShadowVerifier
 from smartcache.gateway.settings import GatewaySettings
 from smartcache.gateway.telemetry import DecisionRecord, Telemetry
 from smartcache.gateway.turn import Bypass, Outcome, Turn
+from smartcache.store import Entry
 
 # Re-exported: they lived here before the split.
 __all__ = ["ChatService", "DecisionRecord", "GatewaySettings", "Outcome", "ToolCalls", "dock_history"]
@@ -96,7 +97,12 @@ class ChatService:
             if decision.has_reason(ReasonCode.CORRECTION):     # the hit just served was wrong
                 await asyncio.to_thread(self.feedback.on_correction, controls)
             if decision.zone is Zone.HIT and decision.entry is not None:
-                return await self._serve_hit(turn)
+                fitted = self._fitted(turn, decision.entry)
+                if fitted is not None:
+                    return await self._serve_hit(turn, *fitted)
+                # The cached answer was cut shorter than this request may run: the engine answers.
+                turn.status = "miss"
+                turn.reasons.append("cut_short")
         else:
             turn.cacheable = not controls.no_store
         return await self._forward(turn)
@@ -139,11 +145,25 @@ class ChatService:
 
     # -- hits ---------------------------------------------------------------------------
 
-    async def _serve_hit(self, turn: Turn) -> Outcome:
+    def _fitted(self, turn: Turn, entry: Entry) -> tuple[str, str] | None:
+        """The answer a hit serves and its finish_reason, or None when the entry cannot serve
+        this request: an answer cut at ``max_tokens`` (finish_reason "length") serves a request
+        for as many tokens (as it is) or fewer (cut again to that limit, where the engine can
+        count its tokens), never one for more."""
+        if not entry.cut_at:
+            return entry.answer.text, "stop"
+        limit = self._engine_request(turn).params.max_tokens
+        if limit == entry.cut_at:
+            return entry.answer.text, "length"
+        cut = getattr(self.engine, "truncate_text", None)
+        if limit > entry.cut_at or cut is None:
+            return None
+        return cut(entry.answer.text, limit), "length"
+
+    async def _serve_hit(self, turn: Turn, answer: str, finish: str) -> Outcome:
         d = turn.decision
         assert d is not None and d.entry is not None
         entry, req = d.entry, turn.req
-        answer = entry.answer.text
         now = time.time()
         prompt_tokens, completion_tokens = await asyncio.to_thread(self._count_and_remember, turn, answer, now)
         usage = Usage(prompt_tokens, completion_tokens, cached_tokens=prompt_tokens)
@@ -153,12 +173,13 @@ class ChatService:
         headers = turn.headers()
         if not req.stream:
             self._finish_turn(turn, usage, saved=prompt_tokens, first_token_at=time.perf_counter())
-            body = wire.completion(wire.completion_id(), int(now), req.model, answer, "stop", usage,
+            body = wire.completion(wire.completion_id(), int(now), req.model, answer, finish, usage,
                                    turn.verdict())
             return Outcome(turn.status, headers, body=body)
         writer = StreamWriter(req.model, include_usage=turn.include_usage, created=now)
         stream = wire.replay(writer, answer, self.settings.replay_chunk_chars, usage,
-                             lambda first: self._finish_turn(turn, usage, saved=prompt_tokens, first_token_at=first))
+                             lambda first: self._finish_turn(turn, usage, saved=prompt_tokens, first_token_at=first),
+                             finish)
         return Outcome(turn.status, headers, stream=stream)
 
     def _count_and_remember(self, turn: Turn, answer: str, now: float) -> tuple[int, int]:
@@ -257,7 +278,7 @@ class ChatService:
         entry_id, outcome = None, "stored"
         if not turn.cacheable:
             outcome = "not_cacheable"
-        elif final.finish_reason != "stop" or final.tool_calls:
+        elif final.finish_reason not in ("stop", "length") or final.tool_calls:
             outcome = f"finish_{final.finish_reason}"
         elif controls.session is None:
             outcome = "no_session"
@@ -268,7 +289,10 @@ class ChatService:
                 # The lookup itself, so that the answer also labels the candidate it weighed (learning).
                 request = turn.decision if turn.decision is not None else self.cache.prepare(
                     turn.messages, session=controls.session, tenant=controls.tenant, versions=turn.versions)
-                result = self.cache.store(request, answer, ttl=controls.ttl, prompt_tokens=final.usage.prompt_tokens)
+                # An answer cut by max_tokens is an answer to that request at that limit.
+                cut_at = self._engine_request(turn).params.max_tokens if final.finish_reason == "length" else 0
+                result = self.cache.store(request, answer, ttl=controls.ttl, prompt_tokens=final.usage.prompt_tokens,
+                                          cut_at=cut_at)
             except InvalidRequest:
                 result = None
             if result is not None and result.stored:

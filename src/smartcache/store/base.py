@@ -108,6 +108,7 @@ class Entry:
     last_hit_at: float = 0.0
     prompt_tokens: int = 0        # what a hit saves, reported in usage
     request_key: str = ""         # context.read_key's digest: the exact path finds the entry by it
+    cut_at: int = 0               # the answer stopped at this max_tokens (finish_reason "length"); 0: complete
 
     def with_changes(self, **changes: object) -> "Entry":
         return replace(self, **changes)

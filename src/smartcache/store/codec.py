@@ -42,7 +42,7 @@ def entry_fields(entry: Entry) -> dict[str, Any]:
         "answer": entry.answer.text, "key_facts": list(entry.answer.key_facts), "state": entry.state.value,
         "created_at": entry.created_at, "expires_at": _finite(entry.expires_at), "domain": entry.domain,
         "hit_count": entry.hit_count, "feedback_score": entry.feedback_score, "last_hit_at": entry.last_hit_at,
-        "prompt_tokens": entry.prompt_tokens, "request_key": entry.request_key,
+        "prompt_tokens": entry.prompt_tokens, "request_key": entry.request_key, "cut_at": entry.cut_at,
     }
 
 
@@ -79,6 +79,7 @@ def entry_from(fields: dict[str, Any], turn: bytes, context: bytes | None, dim: 
         domain=fields.get("domain", "general"), hit_count=int(fields.get("hit_count", 0)),
         feedback_score=float(fields.get("feedback_score", 1.0)), last_hit_at=float(fields.get("last_hit_at", 0.0)),
         prompt_tokens=int(fields.get("prompt_tokens", 0)), request_key=str(fields.get("request_key") or ""),
+        cut_at=int(fields.get("cut_at") or 0),
     )
 
 
@@ -91,7 +92,8 @@ def dumps(fields: dict[str, Any]) -> str:
 # The JSON paths an index needs at once, in the order ``lazy_entry`` takes them (SQLite's
 # json_extract with several paths parses the text once and returns them as one array).
 EAGER_PATHS = ("$.scope", "$.version_key", "$.conversation_hash", "$.prefix_hash", "$.domain", "$.hit_count",
-               "$.feedback_score", "$.last_hit_at", "$.prompt_tokens", "$.created_at", "$.request_key")
+               "$.feedback_score", "$.last_hit_at", "$.prompt_tokens", "$.created_at", "$.request_key",
+               "$.cut_at")
 _LAZY = ("context_fingerprint", "signature", "answer", "context_vector")
 _SCOPES = {s.value: s for s in Scope}
 _STATES = {s.value: s for s in EntryState}
@@ -169,7 +171,7 @@ def lazy_entry(cache_id: str, tenant: str, session_id: str, state: str, expires_
                turn_vector: np.ndarray, fetch: Fetch, strings: dict[str, str]) -> LazyEntry:
     """An entry from a row's columns and its ``EAGER_PATHS`` array; ``strings`` shares equal
     tenant, session, version and domain strings between rows (one object each, not a million)."""
-    scope, version, conversation, prefix, domain, hits, feedback, last_hit, tokens, created, request = \
+    scope, version, conversation, prefix, domain, hits, feedback, last_hit, tokens, created, request, cut = \
         json.loads(eager)
     entry = object.__new__(LazyEntry)
     for name, value in (("cache_id", cache_id), ("scope", _SCOPES[scope]),
@@ -183,7 +185,7 @@ def lazy_entry(cache_id: str, tenant: str, session_id: str, state: str, expires_
                         ("hit_count", int(hits or 0)),
                         ("feedback_score", 1.0 if feedback is None else float(feedback)),
                         ("last_hit_at", float(last_hit or 0.0)), ("prompt_tokens", int(tokens or 0)),
-                        ("created_at", float(created)), ("request_key", request or ""),
+                        ("created_at", float(created)), ("request_key", request or ""), ("cut_at", int(cut or 0)),
                         ("_fetch", fetch)):
         _set(entry, name, value)
     return entry
