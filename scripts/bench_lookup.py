@@ -6,7 +6,7 @@ A session holds ``--entries`` cached turns (zh and en, after a history); each ti
 lookup is a fresh paraphrase-like request in that session, so the encoder memo never
 answers it and the verifier weighs the top-k candidates. Prints p50 / p90 of: one
 encoder forward of one sentence, lookup with the verifier, lookup with the rules only,
-and the verifier's own share.
+a stored request again word for word (the exact path), and the verifier's own share.
 
 ``--config`` configures the verifier's cache (``use_cross_encoder = true`` times the
 cross-encoder on the top two candidates). ``--turns`` gives the histories' lengths, one run each in this process (default 2). In
@@ -68,12 +68,16 @@ def run(args: argparse.Namespace, turns: int, encoder) -> dict[str, list[float]]
     rng = random.Random(0)
     caches = {"verifier": SmartCache(load_config(args.config), encoder=encoder),
               "rules only": SmartCache(load_config(use_verifier=False), encoder=encoder)}
+    asked: list[list[dict[str, str]]] = []
     for cache in caches.values():
         for i in range(args.entries):
             history = make_history(turns, 1 + i % 50, rng)
-            stored = cache.store(history + [{"role": "user", "content": text(rng, i)}], f"answer {i}", session="s")
+            messages = history + [{"role": "user", "content": text(rng, i)}]
+            stored = cache.store(messages, f"answer {i}", session="s")
             if stored.stored:
                 cache.promote(stored.cache_id)
+                if cache is caches["verifier"]:
+                    asked.append(messages)
     probes = [text(rng, args.entries + i) + rng.choice(["", "?", " 谢谢", " please"]) for i in range(args.n)]
     probe_history = make_history(turns, 99, rng)
     forward = []
@@ -89,6 +93,15 @@ def run(args: argparse.Namespace, turns: int, encoder) -> dict[str, list[float]]
             cache.lookup(probe_history + [{"role": "user", "content": p}], session="s")
             times.append(time.perf_counter() - started)
         rows[f"lookup, {name}"] = times
+    # A stored request again, word for word: the exact path (its key in the store, no model).
+    repeats = [asked[rng.randrange(len(asked))] for _ in range(args.n)]
+    exact = []
+    for messages in repeats:
+        started = time.perf_counter()
+        found = caches["verifier"].lookup(messages, session="s")
+        exact.append(time.perf_counter() - started)
+        assert found.has_reason("exact_match"), found.reasons
+    rows["lookup, exact repeat"] = exact
     verifier = caches["verifier"].decider.verifier
     x = np.random.default_rng(0).random((8, len(verifier.features))).astype(np.float32)
     walk = []
@@ -102,6 +115,8 @@ def run(args: argparse.Namespace, turns: int, encoder) -> dict[str, list[float]]
         print(f"{name:32} {pct(times, 50):8.2f} {pct(times, 90):8.2f}")
     ratio = statistics.median(rows["lookup, verifier"]) / statistics.median(forward)
     print(f"lookup p50 / encoder forward p50 = {ratio:.2f}x ({args.entries} entries in the session, top-k 8)")
+    print(f"exact repeat p50 = {pct(exact, 50):.3f} ms, {statistics.median(exact) / statistics.median(forward):.2f}x "
+          f"one encoder forward")
     return rows
 
 
