@@ -260,3 +260,15 @@ def test_the_recorded_decisions_compare_equal(tmp_path):
     b.write_text(json.dumps(record))
     done = subprocess.run(script, capture_output=True, text=True)
     assert done.returncode == 1 and "c1: zone hit -> miss" in done.stdout
+
+
+def test_joined_words_are_found_as_the_search_finds_them():
+    rng = np.random.default_rng(11)
+    pieces = ["a", "an", "and", "or", "of", "cat", "dog", "s", " ", "  ", ",", "，", "和", "的", "哪个", "那家",
+              "苹果", "香蕉", "'s", "&", "/", "、", "x"]
+    words = ["cat", "dog", "a", "苹果", "香蕉", "cats", "s", "of", "和"]
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces, rng.integers(1, 9)))
+        x, y = rng.choice(words, 2)
+        expected = re.search(f"{re.escape(x)}{swaps._CONJOINED}{re.escape(y)}", text) is not None
+        assert swaps._joined(text, x, y) == expected, (text, x, y)

@@ -132,10 +132,39 @@ def _either(x: str, y: str) -> re.Pattern[str]:
     return re.compile(f"{pattern(x)}|{pattern(y)}")
 
 
-@lru_cache(maxsize=8192)
-def _joined(x: str, y: str) -> re.Pattern[str]:
-    """``x`` then ``y``, side by side or joined by a conjunction (``_CONJOINED``)."""
-    return re.compile(f"{re.escape(x)}{_CONJOINED}{re.escape(y)}")
+# What may stand between two joined words, then the first character of the second word (so the
+# gap's word boundaries see it): matched in place by ``_joined``.
+_GAP = re.compile(_CONJOINED + r"(?s:.)")
+
+
+def _joined(text: str, x: str, y: str) -> bool:
+    """Whether ``x`` then ``y`` stand in ``text`` side by side or joined by a conjunction: what
+    ``re.search(re.escape(x) + _CONJOINED + re.escape(y), text)`` says, without compiling a
+    pattern for every pair of words (a compile costs more than the rest of the rule). Every
+    place ``x`` ends and ``y`` starts after it, the gap is matched in place (``pos`` and
+    ``endpos``), so its word boundaries see the characters around it as the search's do.
+
+        >>> _joined("苹果和香蕉哪个好", "苹果", "香蕉"), _joined("男生说女生可爱", "男生", "女生")
+        (True, False)
+        >>> _joined("cats and dogs", "cats", "dogs"), _joined("catsanddogs", "cats", "dogs")
+        (True, False)
+    """
+    if not x or not y:
+        return re.search(f"{re.escape(x)}{_CONJOINED}{re.escape(y)}", text) is not None
+    starts = []
+    k = text.find(y)
+    while k >= 0:
+        starts.append(k)
+        k = text.find(y, k + 1)
+    if not starts:
+        return False
+    i = text.find(x)
+    while i >= 0:
+        end = i + len(x)
+        if any(k >= end and _GAP.fullmatch(text, end, k + 1) for k in starts):
+            return True
+        i = text.find(x, i + 1)
+    return False
 
 
 def _exchange(text: str, x: str, y: str) -> str:
@@ -170,7 +199,7 @@ def _roles_swapped(a: str, b: str, nouns: tuple[str, ...]) -> tuple[str, str] | 
         for y in both[i + 1:]:
             if x in y or y in x:
                 continue
-            if any(_joined(p, q).search(t) for p, q in ((x, y), (y, x)) for t in (a, b)):
+            if any(_joined(t, p, q) for p, q in ((x, y), (y, x)) for t in (a, b)):
                 continue
             share = _common_share(_tokens(_exchange(a, x, y)), tb)
             if share >= 0.85 and share >= base + 0.1:
