@@ -127,7 +127,9 @@ class Fingerprinter:
         resolved_cased = resolve_references(view.current_cased, cased_history)
         resolved = resolved_cased.lower()
         entities = tuple(e.key for e in extract_entities(resolved_cased))
-        context_entities = frozenset(e.key for text in cased_history for e in extract_entities(text))
+        # Each prior turn's entities are read once (``turn_facts`` memoises them): a conversation
+        # resends its history with every request.
+        context_entities = frozenset(key for text in cased_history for key in turn_facts(text))
         turn_domain = intent_domain(resolved)
         context_domain = intent_domain(" ".join([view.first_topic, *history_texts])) if view.has_context else "general"
         domain = context_domain if turn_domain == "general" else turn_domain
