@@ -61,8 +61,10 @@ class MemoryStore(Store):
         # Follow-up turns look up "the entry whose conversation my history is" on every
         # request: an index keeps that O(1) instead of a scan.
         self._by_conversation: dict[str, set[str]] = {}
-        # The exact path: (partition, request key) -> ids, so a word-for-word repeat is one dict read.
-        self._by_request: dict[tuple[tuple[str, str, str], str], set[str]] = {}
+        # The exact path: a word-for-word repeat is one dict read. Keyed by the hash of (partition,
+        # request key), an id or a set of ids (most keys have one entry): about 150 B an entry
+        # instead of 400 for tuple keys and sets. A read checks each entry's own key and scope.
+        self._by_request: dict[int, str | set[str]] = {}
         # The lifecycle's queries (what is due for promotion, what purge may delete) read these
         # instead of every entry: pending ids with their created_at, and invalid ids.
         self._pending: dict[str, float] = {}
@@ -85,9 +87,33 @@ class MemoryStore(Store):
             if part.graph is None and len(part.ids) > self.ann_above:
                 part.build_graph()
             self._by_conversation.setdefault(entry.conversation_hash, set()).add(entry.cache_id)
-            if entry.request_key:
-                self._by_request.setdefault((key, entry.request_key), set()).add(entry.cache_id)
+            self._index_request(key, entry)
             self._track(entry)
+
+    def _index_request(self, key: tuple[str, str, str], entry: Entry) -> None:
+        if not entry.request_key:
+            return
+        slot = hash((key, entry.request_key))
+        held = self._by_request.get(slot)
+        if held is None:
+            self._by_request[slot] = entry.cache_id
+        elif isinstance(held, str):
+            if held != entry.cache_id:
+                self._by_request[slot] = {held, entry.cache_id}
+        else:
+            held.add(entry.cache_id)
+
+    def _unindex_request(self, key: tuple[str, str, str], entry: Entry) -> None:
+        if not entry.request_key:
+            return
+        slot = hash((key, entry.request_key))
+        held = self._by_request.get(slot)
+        if held == entry.cache_id:
+            del self._by_request[slot]
+        elif isinstance(held, set):
+            held.discard(entry.cache_id)
+            if len(held) == 1:
+                self._by_request[slot] = next(iter(held))
 
     def _track(self, entry: Entry) -> None:
         """Keep the state indexes in step with ``entry`` (called with the lock held)."""
@@ -155,11 +181,7 @@ class MemoryStore(Store):
         same.discard(cache_id)
         if not same:
             del self._by_conversation[entry.conversation_hash]
-        if entry.request_key:
-            alike = self._by_request[(key, entry.request_key)]
-            alike.discard(cache_id)
-            if not alike:
-                del self._by_request[(key, entry.request_key)]
+        self._unindex_request(key, entry)
         part = self._partitions[key]
         moved = part.remove(row)
         if moved is not None:
@@ -181,8 +203,7 @@ class MemoryStore(Store):
                 groups.setdefault(key, []).append(i)
                 self._entries[entry.cache_id] = entry
                 self._by_conversation.setdefault(entry.conversation_hash, set()).add(entry.cache_id)
-                if entry.request_key:
-                    self._by_request.setdefault((key, entry.request_key), set()).add(entry.cache_id)
+                self._index_request(key, entry)
                 self._track(entry)
             for key, rows in groups.items():
                 n, members = len(rows), [entries[i] for i in rows]
@@ -265,9 +286,11 @@ class MemoryStore(Store):
     def exact(self, flt: SearchFilter, request_key: str, limit: int = 4) -> list[Entry]:
         pools = ([flt.session_id] if flt.session_id is not None else []) + ([_GLOBAL_POOL] if flt.include_global else [])
         with self._lock:
-            found = [self._entries[i] for pool in pools
-                     for i in self._by_request.get(((flt.tenant, flt.version_key, pool), request_key), ())]
-            found = [e for e in found if flt.admits(e)]
+            found = []
+            for pool in pools:
+                held = self._by_request.get(hash(((flt.tenant, flt.version_key, pool), request_key)), ())
+                found += [self._entries[i] for i in ((held,) if isinstance(held, str) else held)]
+            found = [e for e in found if e.request_key == request_key and flt.admits(e)]
             found.sort(key=lambda e: -e.created_at)
             return [self._full(e) for e in found[:limit]]
 
