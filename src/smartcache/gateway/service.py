@@ -20,6 +20,7 @@ import asyncio
 import logging
 import random
 import time
+from dataclasses import dataclass
 from typing import AsyncIterator
 
 import anyio
@@ -40,6 +41,16 @@ from smartcache.gateway.settings import GatewaySettings
 from smartcache.gateway.telemetry import DecisionRecord, Telemetry
 from smartcache.gateway.turn import Bypass, Outcome, Turn
 from smartcache.store import Entry
+
+
+@dataclass(frozen=True)
+class _Served:
+    """A hit as served: the answer (cut to the request's limit), its finish, when, its usage."""
+
+    answer: str
+    finish: str
+    at: float
+    usage: Usage
 
 # Re-exported: they lived here before the split.
 __all__ = ["ChatService", "DecisionRecord", "GatewaySettings", "Outcome", "ToolCalls", "dock_history"]
@@ -77,35 +88,50 @@ class ChatService:
     async def handle(self, req: ChatCompletionRequest, controls: RequestControls) -> Outcome:
         key = request_key(controls.tenant, controls.session, req.model, req.messages)
         turn = Turn(req, controls, {}, key, time.perf_counter())
-        # Every store call runs on a worker thread: on Redis each is a network round trip
-        # that would stall every other request on the event loop.
-        bypass, regenerate = await asyncio.to_thread(self._prepare, turn)
+        # One worker thread does the request's store work up to its answer: on Redis each call
+        # is a network round trip that would stall every other request on the event loop, and
+        # each hop to a thread costs about as much as a word-for-word hit itself.
+        served = await asyncio.to_thread(self._look_up, turn)
+        if served is not None:
+            return self._serve_hit(turn, served)
+        return await self._forward(turn)
+
+    def _look_up(self, turn: Turn) -> _Served | None:
+        """Everything before the answer, on a worker thread: the versions, docking, the regenerate
+        check, the lookup and, for a hit, its token counts and markers (None: forward)."""
+        controls = turn.controls
+        bypass, regenerate = self._prepare(turn)
         if bypass:
             turn.status = "bypass"
             turn.reasons.append(bypass)
             turn.cacheable = bypass is Bypass.NO_CACHE and not controls.no_store
-        elif not regenerate:
-            began = time.perf_counter()
-            decision = await asyncio.to_thread(self.cache.lookup, turn.messages, session=controls.session,
-                                               tenant=controls.tenant, versions=turn.versions)
-            turn.lookup_s = time.perf_counter() - began
-            self.telemetry.lookup_done(decision.zone, turn.lookup_s)
-            turn.decision = decision
-            turn.status = STATUS_OF_ZONE[decision.zone]
-            turn.cacheable = decision.cacheable and not controls.no_store
-            turn.reasons.extend(r.code for r in decision.reasons)
-            if decision.has_reason(ReasonCode.CORRECTION):     # the hit just served was wrong
-                await asyncio.to_thread(self.feedback.on_correction, controls)
-            if decision.zone is Zone.HIT and decision.entry is not None:
-                fitted = self._fitted(turn, decision.entry)
-                if fitted is not None:
-                    return await self._serve_hit(turn, *fitted)
-                # The cached answer was cut shorter than this request may run: the engine answers.
-                turn.status = "miss"
-                turn.reasons.append("cut_short")
-        else:
+            return None
+        if regenerate:
             turn.cacheable = not controls.no_store
-        return await self._forward(turn)
+            return None
+        began = time.perf_counter()
+        decision = self.cache.lookup(turn.messages, session=controls.session, tenant=controls.tenant,
+                                     versions=turn.versions)
+        turn.lookup_s = time.perf_counter() - began
+        self.telemetry.lookup_done(decision.zone, turn.lookup_s)
+        turn.decision = decision
+        turn.status = STATUS_OF_ZONE[decision.zone]
+        turn.cacheable = decision.cacheable and not controls.no_store
+        turn.reasons.extend(r.code for r in decision.reasons)
+        if decision.has_reason(ReasonCode.CORRECTION):     # the hit just served was wrong
+            self.feedback.on_correction(controls)
+        if decision.zone is not Zone.HIT or decision.entry is None:
+            return None
+        fitted = self._fitted(turn, decision.entry)
+        if fitted is None:
+            # The cached answer was cut shorter than this request may run: the engine answers.
+            turn.status = "miss"
+            turn.reasons.append("cut_short")
+            return None
+        answer, finish = fitted
+        now = time.time()
+        prompt_tokens, completion_tokens = self._count_and_remember(turn, answer, now)
+        return _Served(answer, finish, now, Usage(prompt_tokens, completion_tokens, cached_tokens=prompt_tokens))
 
     def _prepare(self, turn: Turn) -> tuple[Bypass | None, bool]:
         """The store work before a lookup (a worker thread runs it): the version key, the
@@ -160,26 +186,23 @@ class ChatService:
             return None
         return cut(entry.answer.text, limit), "length"
 
-    async def _serve_hit(self, turn: Turn, answer: str, finish: str) -> Outcome:
+    def _serve_hit(self, turn: Turn, served: _Served) -> Outcome:
         d = turn.decision
         assert d is not None and d.entry is not None
-        entry, req = d.entry, turn.req
-        now = time.time()
-        prompt_tokens, completion_tokens = await asyncio.to_thread(self._count_and_remember, turn, answer, now)
-        usage = Usage(prompt_tokens, completion_tokens, cached_tokens=prompt_tokens)
+        entry, req, usage = d.entry, turn.req, served.usage
         if d.verify or (self.settings.shadow_rate > 0 and random.random() < self.settings.shadow_rate):
             self.shadow.schedule(entry, self._engine_request(turn), found=d)
-        self.metrics.saved_prompt_tokens.labels("hit").inc(prompt_tokens)
+        self.metrics.saved_prompt_tokens.labels("hit").inc(usage.prompt_tokens)
         headers = turn.headers()
         if not req.stream:
-            self._finish_turn(turn, usage, saved=prompt_tokens, first_token_at=time.perf_counter())
-            body = wire.completion(wire.completion_id(), int(now), req.model, answer, finish, usage,
-                                   turn.verdict())
+            self._finish_turn(turn, usage, saved=usage.prompt_tokens, first_token_at=time.perf_counter())
+            body = wire.completion(wire.completion_id(), int(served.at), req.model, served.answer, served.finish,
+                                   usage, turn.verdict())
             return Outcome(turn.status, headers, body=body)
-        writer = StreamWriter(req.model, include_usage=turn.include_usage, created=now)
-        stream = wire.replay(writer, answer, self.settings.replay_chunk_chars, usage,
-                             lambda first: self._finish_turn(turn, usage, saved=prompt_tokens, first_token_at=first),
-                             finish)
+        writer = StreamWriter(req.model, include_usage=turn.include_usage, created=served.at)
+        stream = wire.replay(writer, served.answer, self.settings.replay_chunk_chars, usage,
+                             lambda first: self._finish_turn(turn, usage, saved=usage.prompt_tokens,
+                                                             first_token_at=first), served.finish)
         return Outcome(turn.status, headers, stream=stream)
 
     def _count_and_remember(self, turn: Turn, answer: str, now: float) -> tuple[int, int]:
