@@ -228,8 +228,9 @@ class SmartCache:
         """The exact path: the same request word for word (normalised, punctuation aside) after a
         byte-identical history, in a pool this request may read, found by its key before any
         model runs. None: the semantic path decides. A request a gate could settle (a reset, a
-        correction, a time-sensitive or oversized turn) goes the whole way, and an answer whose
-        facts contradict the request is left to the semantic path's validation."""
+        correction, a time-sensitive or oversized turn) goes the whole way; an answer whose facts
+        contradict its own request is never keyed (``_entry``), so its validation stays the
+        semantic path's."""
         key = request.key
         if not self.config.exact_path or key.oversized or is_time_sensitive(key.current):
             return None
@@ -238,7 +239,7 @@ class SmartCache:
         flt = SearchFilter(tenant=request.tenant, version_key=request.version.digest(), session_id=request.session,
                            now=self.clock(), feedback_floor=self.config.lifecycle.feedback_floor)
         for entry in self.backend.exact(flt, key.digest, 1):
-            if entry.domain in self.decider.disabled_domains or self.decider.validate_repeat(key.current, entry):
+            if entry.domain in self.decider.disabled_domains:
                 return None
             self._count("exact_hits")
             return Decision(Zone.HIT, (Reason(ReasonCode.EXACT_MATCH, "the same request and history, word for word: "
@@ -406,7 +407,9 @@ class SmartCache:
             expires_at=now + (ttl if ttl is not None else self.config.lifecycle.ttl_for(fp.signature.domain)),
             domain=fp.signature.domain,
             prompt_tokens=int(prompt_tokens),
-            request_key=request.key.digest,
+            # The words decide the constraints, so a repeat is validated once, here: an answer that
+            # contradicts its own request gets no key and is never an exact hit.
+            request_key="" if self.decider.validate_repeat(request.key.current, answer) else request.key.digest,
         )
 
     # -- learning from traffic -----------------------------------------------------------

@@ -30,6 +30,7 @@ version key.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -67,6 +68,18 @@ _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
 
 
 def normalize_text(text: str, *, lower: bool = True) -> str:
+    """Canonical form of a message's text for matching and embedding (see ``_normalize``).
+    Memoised for texts up to 4,096 characters: a conversation resends every earlier turn with
+    each request and a repeat resends its question; 2,048 of them are 32 MB at the very most."""
+    return _normalize_memo(text, lower) if len(text) <= 4096 else _normalize(text, lower=lower)
+
+
+@functools.lru_cache(maxsize=2048)
+def _normalize_memo(text: str, lower: bool) -> str:
+    return _normalize(text, lower=lower)
+
+
+def _normalize(text: str, *, lower: bool = True) -> str:
     """Canonical form of a message's text for matching and embedding.
 
     ``lower=False`` keeps the case, for entity extraction (camelCase, proper nouns).

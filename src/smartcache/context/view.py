@@ -17,6 +17,7 @@ the version key instead.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from dataclasses import dataclass
@@ -139,7 +140,8 @@ class RequestKey:
 def read_key(conv: Conversation, settings: ContextSettings | None = None) -> RequestKey:
     """The exact reading of a request: a few normalisations and two hashes, no model."""
     settings = settings or ContextSettings()
-    masked_system = normalize_text(mask_template(conv.system))
+    system = conv.system
+    masked_system, system_hash = _system(system) if len(system) <= 16384 else _system.__wrapped__(system)
     current_cased = normalize_text(_bounded(conv.current, settings.max_turn_chars), lower=False)
     oversized = len(conv.current) > 4 * settings.max_turn_chars or len(current_cased) > settings.max_turn_chars
     if oversized:
@@ -147,8 +149,16 @@ def read_key(conv: Conversation, settings: ContextSettings | None = None) -> Req
         current_cased = f"{current_cased[:half]} … {current_cased[-half:]}"
     history_hash = conv.history_hash()
     digest = hashlib.sha256(f"{history_hash}\x1f{words_only(current_cased.lower())}".encode("utf-8")).hexdigest()[:32]
-    return RequestKey(current_cased, oversized, history_hash, masked_system,
-                      hashlib.sha256(masked_system.encode("utf-8")).hexdigest(), digest)
+    return RequestKey(current_cased, oversized, history_hash, masked_system, system_hash, digest)
+
+
+@functools.lru_cache(maxsize=256)
+def _system(system: str) -> tuple[str, str]:
+    """The masked, normalised system prompt and its hash: a deployment sends a handful of
+    prompts with every request, and normalising one costs as much as the rest of a repeat
+    (memoised up to 16,384 characters: 256 of them are 16 MB at the very most)."""
+    masked = normalize_text(mask_template(system))
+    return masked, hashlib.sha256(masked.encode("utf-8")).hexdigest()
 
 
 def build_view(conv: Conversation, settings: ContextSettings | None = None, key: RequestKey | None = None

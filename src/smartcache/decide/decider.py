@@ -310,10 +310,10 @@ class Decider:
             return entry, Reason(R.CONSTRAINT_CHANGE, f"follow-up sets {sorted(changed_entities)}", entry.cache_id)
         return None
 
-    def validate_repeat(self, current: str, entry: Entry) -> list[str]:
+    def validate_repeat(self, current: str, answer: str) -> list[str]:
         """``_validate`` for a word-for-word repeat after the same history (the exact path):
         only the current turn's constraints are new to the cached answer."""
-        return check_answer(constraints_of([current]), entry.answer.text) if self.validate else []
+        return check_answer(constraints_of([current]), answer) if self.validate else []
 
     def check_facts(self, fp: Fingerprint, entry: Entry) -> list[str]:
         """What of the cached answer's key facts contradicts this request (empty: nothing)."""
