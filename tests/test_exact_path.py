@@ -194,3 +194,18 @@ def test_the_exact_path_survives_a_restart_on_the_same_file(encoder, clock, tmp_
     second = SmartCache(config, encoder=encoder, clock=clock)
     found = second.lookup(ASK, session="s1")
     assert found.has_reason("exact_match") and found.entry.cache_id == entry and found.answer == ANSWER
+
+
+def test_a_sessions_entries_come_from_its_own_index():
+    """Docking reads a session's entries on every follow-up turn: the memory store answers from
+    an index by session, the same entries the scan gives, through moves and deletes."""
+    store, rng = MemoryStore(32), np.random.default_rng(1)
+    entries = [keyed(unit(rng)[0], f"k{i}", session=f"s{i % 3}") for i in range(9)]
+    for e in entries:
+        store.put(e)
+    store.update(entries[0].cache_id, scope=Scope.GLOBAL)        # promoted: still s0's by its field
+    store.delete(entries[3].cache_id)
+    for session in ("s0", "s1", "s2", "s9"):
+        scanned = {e.cache_id for e in store if e.session_id == session}
+        assert {e.cache_id for e in store.find(session_id=session)} == scanned
+        assert {e.cache_id for e in store.find(tenant="t", session_id=session)} == scanned

@@ -61,6 +61,8 @@ class MemoryStore(Store):
         # Follow-up turns look up "the entry whose conversation my history is" on every
         # request: an index keeps that O(1) instead of a scan.
         self._by_conversation: dict[str, set[str]] = {}
+        # A session's entries (docking reads them on every follow-up turn): O(session), not O(store).
+        self._by_session: dict[str, set[str]] = {}
         # The exact path: a word-for-word repeat is one dict read. Keyed by the hash of (partition,
         # request key), an id or a set of ids (most keys have one entry): about 150 B an entry
         # instead of 400 for tuple keys and sets. A read checks each entry's own key and scope.
@@ -87,6 +89,7 @@ class MemoryStore(Store):
             if part.graph is None and len(part.ids) > self.ann_above:
                 part.build_graph()
             self._by_conversation.setdefault(entry.conversation_hash, set()).add(entry.cache_id)
+            self._by_session.setdefault(entry.session_id, set()).add(entry.cache_id)
             self._index_request(key, entry)
             self._track(entry)
 
@@ -141,7 +144,8 @@ class MemoryStore(Store):
                 return None
             new = self._full(old).with_changes(**changes)
             if (_partition_key(new) != _partition_key(old) or new.conversation_hash != old.conversation_hash
-                    or new.request_key != old.request_key or "turn_vector" in changes):
+                    or new.request_key != old.request_key or new.session_id != old.session_id
+                    or "turn_vector" in changes):
                 self.put(new)   # moved partition, re-keyed or a new vector: re-insert it everywhere
             else:
                 key, row = self._where[cache_id]
@@ -181,6 +185,10 @@ class MemoryStore(Store):
         same.discard(cache_id)
         if not same:
             del self._by_conversation[entry.conversation_hash]
+        mine = self._by_session[entry.session_id]
+        mine.discard(cache_id)
+        if not mine:
+            del self._by_session[entry.session_id]
         self._unindex_request(key, entry)
         part = self._partitions[key]
         moved = part.remove(row)
@@ -203,6 +211,7 @@ class MemoryStore(Store):
                 groups.setdefault(key, []).append(i)
                 self._entries[entry.cache_id] = entry
                 self._by_conversation.setdefault(entry.conversation_hash, set()).add(entry.cache_id)
+                self._by_session.setdefault(entry.session_id, set()).add(entry.cache_id)
                 self._index_request(key, entry)
                 self._track(entry)
             for key, rows in groups.items():
@@ -301,7 +310,9 @@ class MemoryStore(Store):
         with self._lock:
             pool = (
                 [self._entries[i] for i in self._by_conversation.get(conversation_hash, ())]
-                if conversation_hash is not None else self._entries.values()
+                if conversation_hash is not None else
+                [self._entries[i] for i in self._by_session.get(session_id, ())]
+                if session_id is not None else self._entries.values()
             )
             return [
                 self._full(e) for e in pool
