@@ -196,7 +196,7 @@ def evidence_key(found) -> tuple:
 
 
 def clear_memos() -> None:
-    for memo in (side_module.side_of, tokens.diff, tokens._tokens):
+    for memo in (side_module._memoised, side_module._memoised_long, tokens.diff, tokens._tokens):
         memo.cache_clear()
 
 
@@ -220,13 +220,27 @@ def test_the_request_and_each_entry_are_read_once(make_cache):
         "Where is my order 48213?")]
     entries = [cache.get(remember(cache, m, f"answer {i}")) for i, m in enumerate(messages)]
     fp, _ = cache.fingerprint([{"role": "user", "content": "how to reset my password"}])
-    side_module.side_of.cache_clear()
+    side_module._memoised.cache_clear()
     for e in entries:
         gather(fp, e, 0.9)
-    assert side_module.side_of.cache_info().misses == len(entries) + 1       # each entry, and the request once
+    assert side_module._memoised.cache_info().misses == len(entries) + 1       # each entry, and the request once
     for e in entries:
         gather(fp, e, 0.9)
-    assert side_module.side_of.cache_info().misses == len(entries) + 1       # nothing read again
+    assert side_module._memoised.cache_info().misses == len(entries) + 1       # nothing read again
+
+
+def test_a_long_request_is_read_once_a_lookup_and_not_kept_for_long(make_cache):
+    cache = make_cache()
+    entries = [cache.get(remember(cache, [{"role": "user", "content": f"How do I reset the password of account {i}?"}],
+                                  f"answer {i}")) for i in range(3)]
+    long_turn = "how do i reset my password " + " ".join(f"detail {i} of my setup" for i in range(40))
+    fp, _ = cache.fingerprint([{"role": "user", "content": long_turn}])
+    assert len(fp.signature.text) > side_module.MEMO_CHARS
+    side_module._memoised_long.cache_clear()
+    cold = [evidence_key(gather(fp, e, 0.9)) for e in entries]
+    assert side_module._memoised_long.cache_info().misses == 1
+    assert cold == [evidence_key(gather(fp, e, 0.9)) for e in entries]
+    assert side_module._memoised_long.cache_info().maxsize == side_module.LONG_SIZE
 
 
 def test_an_entry_whose_signature_changes_is_read_anew(make_cache):

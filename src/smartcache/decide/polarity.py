@@ -35,7 +35,7 @@ _CJK_PAIR = re.compile(r"^[\u4e00-\u9fff]{2}")
 _ZH_MALFUNCTION = re.compile(r"不好使|不管用|不灵|不行|失败|坏了|故障|不了|报错|出错")
 
 
-@lru_cache(maxsize=16384)
+@lru_cache(maxsize=4096)
 def _negated_words(text: str) -> tuple[frozenset[str], ...]:
     """For each plain negation of ``text``, the words it may negate (the two characters after
     it, with and without a modal between). Memoised: one text meets many others."""
@@ -55,7 +55,7 @@ def _negations_of_shared(text: str, other: str) -> int:
     return sum(any(word in other for word in negated) for negated in _negated_words(text))
 
 
-@lru_cache(maxsize=16384)
+@lru_cache(maxsize=4096)
 def _plain(text: str) -> tuple[bool, int]:
     """(whether ``text`` complains of a malfunction, how many plain negations it holds)."""
     return bool(_ZH_MALFUNCTION.search(text)), len(_ZH_NOT.findall(_ZH_NOT_WORDS.sub("，", text)))

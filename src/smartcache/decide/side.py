@@ -27,8 +27,13 @@ from smartcache.decide.swaps import _ORDER_MATTERS, _canonical_noun, _defined_te
 from smartcache.decide.tokens import _tokens
 
 # Readings kept: a lookup meets a few candidates, and a cache's hot entries come back on
-# every lookup near them. Each reading holds three n-gram sets (a few KB for a short request).
-MEMO_SIZE = 4096
+# every lookup near them. A reading holds three n-gram sets: about 15 KB for a 40-character
+# request, 440 KB for 2,000 characters: up to MEMO_CHARS, MEMO_SIZE readings are kept (at
+# most about 100 MB); of longer texts (a turn is clipped at 1,500), only the last LONG_SIZE,
+# enough for the request of each lookup in flight.
+MEMO_SIZE = 2048
+MEMO_CHARS = 200
+LONG_SIZE = 32
 
 
 def _ngrams(text: str, n: int) -> frozenset[str]:
@@ -56,9 +61,13 @@ class Side:
     unresolved_reference: bool
 
 
-@lru_cache(maxsize=MEMO_SIZE)
 def side_of(text: str, nouns: tuple[str, ...], entities: tuple[str, ...]) -> Side:
-    """The reading of a signature's ``text``, ``nouns`` and ``entities`` (memoised on them)."""
+    """The reading of a signature's ``text``, ``nouns`` and ``entities`` (memoised on them, for
+    a text of at most ``MEMO_CHARS`` characters)."""
+    return (_memoised if len(text) <= MEMO_CHARS else _memoised_long)(text, nouns, entities)
+
+
+def _read(text: str, nouns: tuple[str, ...], entities: tuple[str, ...]) -> Side:
     tokens = _tokens(text)
     return Side(
         text=text, tokens=tokens, token_set=frozenset(tokens),
@@ -73,4 +82,8 @@ def side_of(text: str, nouns: tuple[str, ...], entities: tuple[str, ...]) -> Sid
     )
 
 
-__all__ = ["MEMO_SIZE", "Side", "side_of"]
+_memoised = lru_cache(maxsize=MEMO_SIZE)(_read)
+_memoised_long = lru_cache(maxsize=LONG_SIZE)(_read)
+
+
+__all__ = ["LONG_SIZE", "MEMO_CHARS", "MEMO_SIZE", "Side", "side_of"]

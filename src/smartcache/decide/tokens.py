@@ -66,7 +66,7 @@ class Diff(NamedTuple):
     blocks: tuple[difflib.Match, ...]
 
 
-@lru_cache(maxsize=16384)
+@lru_cache(maxsize=4096)
 def diff(a: Sequence[Hashable], b: Sequence[Hashable]) -> Diff:
     """The opcodes and matching blocks of ``a`` against ``b`` (token tuples or strings), one
     matcher for both. Memoised: the rules of one candidate diff the same two token tuples (and
