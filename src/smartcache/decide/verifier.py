@@ -217,8 +217,9 @@ def _packaged(name: str, stamp: tuple[int, int] | None) -> TreeVerifier:
     change another's model."""
     text = _packaged_file(name).read_text(encoding="utf-8")
     model = TreeVerifier.from_json(json.loads(text))
+    # The walk's layout is built here, once (about 40 ms), not on the first lookup's predict.
     for array in (model.feature, model.threshold, model.left, model.right, model.value, model.leaf,
-                  model.sizes, model.baseline):
+                  model.sizes, model.baseline, *(model._layout if model.depth <= COMPLETE_DEPTH else ())):
         array.setflags(write=False)
     return model
 
