@@ -12,7 +12,9 @@ within the window must not reach anyone else first.
 What is due for promotion, what purge deletes and what eviction weighs are asked
 of the store, never remembered by this process: a process restarted on the same
 SQLite file, or any replica on a shared Redis, promotes what another wrote, and
-the compare-and-set transition makes each promotion happen once.
+the compare-and-set transition makes each promotion happen once. Where several
+processes share the store (``serve --workers N``), a lease in the store (``lease.py``)
+lets one of them run the ticks and the eviction; the others only write and read.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Callable
 
 from smartcache.config import LifecycleConfig
 from smartcache.errors import EntryNotFound, InvalidRequest, StoreError
+from smartcache.lifecycle.lease import ALWAYS, Lease
 from smartcache.store import Entry, EntryState, Scope, Store, Usage
 
 FEEDBACK_KINDS = ("positive", "negative", "regenerate")
@@ -54,6 +57,8 @@ class Lifecycle:
         self._due_hints: list[float] = []
         self.evicted = 0
         self.expired = 0
+        # Who runs the ticks: this process alone (ALWAYS), or the holder of a lease in a shared store.
+        self.lease: Lease = ALWAYS
 
     def admit(self, entry: Entry) -> None:
         """Write a new entry (PENDING) and keep the store within capacity."""
@@ -61,16 +66,26 @@ class Lifecycle:
         if entry.state is EntryState.PENDING and len(self._due_hints) < _MAX_HINTS:
             with self._lock:
                 heapq.heappush(self._due_hints, entry.created_at + self.config.promotion_window_s)
-        self._evict_if_full()
+        if self.lease.mine():       # else the lease holder's tick keeps the store within capacity
+            self._evict_if_full()
 
     def tick(self) -> int:
         """Promote every pending entry of the store whose window has passed; returns how many
-        this call promoted. Replicas may tick at once: each entry is promoted by one of them."""
+        this call promoted. Replicas may tick at once: each entry is promoted by one of them.
+        Under a shared lease only its holder ticks (and evicts what others wrote past capacity)."""
         now = self.clock()
         with self._lock:
             self._last_tick = now
             while self._due_hints and self._due_hints[0] <= now:
                 heapq.heappop(self._due_hints)
+        if not self.lease.acquire():
+            return 0
+        promoted = self._promote_due(now)
+        if not self.lease.always:
+            self._evict_if_full()
+        return promoted
+
+    def _promote_due(self, now: float) -> int:
         promoted = 0
         while True:
             due = self.store.pending_due(now - self.config.promotion_window_s, _BATCH)

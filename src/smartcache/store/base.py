@@ -238,6 +238,19 @@ class Store(abc.ABC):
             value, until = self.__dict__.get("_markers", {}).pop(name, (None, 0.0))
             return value if until > self.clock() else None
 
+    def claim_marker(self, name: str, value: str, ttl_s: float) -> bool:
+        """Set the marker to ``value`` for ``ttl_s`` if it is absent, expired, or holds ``value``
+        already (its holder renewing it); True when it holds ``value`` now. Atomic: of processes
+        claiming at once, one wins (the lifecycle's lease, ``lifecycle/lease.py``)."""
+        with self._markers_lock():
+            markers = self.__dict__.setdefault("_markers", {})
+            now = self.clock()
+            held, until = markers.get(name, (None, 0.0))
+            if until > now and held != value:
+                return False
+            markers[name] = (value, now + ttl_s)
+            return True
+
     def _markers_lock(self) -> threading.Lock:
         return self.__dict__.setdefault("_markers_guard", threading.Lock())
 

@@ -179,6 +179,9 @@ class GuardedStore(Store):
     def take_marker(self, name: str) -> str | None:
         return self._call("take_marker", self.inner.take_marker, name)
 
+    def claim_marker(self, name: str, value: str, ttl_s: float) -> bool:
+        return self._call("claim_marker", self.inner.claim_marker, name, value, ttl_s)
+
     def __len__(self) -> int:
         return self._call("count", self.inner.__len__)
 

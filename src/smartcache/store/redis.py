@@ -37,7 +37,7 @@ from smartcache.errors import StoreError
 from smartcache.store import codec
 from smartcache.store.base import Doomed, Entry, EntryState, ScoredEntry, SearchFilter, Store, Usage
 from smartcache.store.redis_connect import RedisTarget, connect
-from smartcache.store.redis_scripts import ADD_HIT, PENDING_DUE
+from smartcache.store.redis_scripts import ADD_HIT, CLAIM, PENDING_DUE
 
 _SERVABLE = "|".join(s.value for s in EntryState if s.servable)
 _NEVER = 1e300       # expires_at of an entry without a TTL, as a NUMERIC
@@ -74,6 +74,7 @@ class RedisStore(Store):
         self.pending_key = f"{prefix}pending"
         self._add_hit = self.r.register_script(ADD_HIT)
         self._pending_due = self.r.register_script(PENDING_DUE)
+        self._claim = self.r.register_script(CLAIM)
         self._backfill_pending()
 
     def _backfill_pending(self) -> None:
@@ -423,6 +424,12 @@ class RedisStore(Store):
         except self._redis_errors as exc:
             raise StoreError(f"Redis read failed: {exc}") from exc
         return None if value is None else _s(value)
+
+    def claim_marker(self, name: str, value: str, ttl_s: float) -> bool:
+        try:
+            return bool(self._claim(keys=[f"{self.prefix}m:{name}"], args=[value, max(1, int(ttl_s * 1000))]))
+        except self._redis_errors as exc:
+            raise StoreError(f"Redis write failed: {exc}") from exc
 
 
 def _hex(value: str) -> str:

@@ -11,6 +11,17 @@ end
 return 0
 """
 
+# A lease (lifecycle/lease.py): the marker is taken when absent (or expired: Redis dropped it)
+# and renewed by its holder; the read and the write in one step, so two claimants never both win.
+CLAIM = """
+local held = redis.call('GET', KEYS[1])
+if held == false or held == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+return 0
+"""
+
 # The due members of the pending set whose hash is still PENDING; the others are stale (the
 # hash expired or was deleted, or an older version changed its state without touching the set)
 # and leave the set, atomically with the check, so a put of the same id in between is never

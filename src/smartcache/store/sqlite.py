@@ -11,8 +11,17 @@ On open every row is read back into the index at once: the few fields an index
 needs come out of SQLite's own JSON parser; signature, answer and context vector
 are read back from the file (a second, read-only connection) the first time an
 entry is looked at (``codec.lazy_entry``). A row that cannot be read is skipped,
-counted in ``corrupt`` and logged, never served and never deleted. One process
-owns a file: replicas share a Redis store, not a SQLite file.
+counted in ``corrupt`` and logged, never served and never deleted.
+
+Several processes may share a file (``serve --workers N``): each write is a
+transaction under the file's write lock (``BEGIN IMMEDIATE``) that also appends the
+entry's id to a change log (``changes``); before a read, a process whose
+``PRAGMA data_version`` moved reads the log from where it stopped and reloads those
+rows into its index, and a write does the same under the lock first, so a
+compare-and-set (promotion) or a hit count is exact across processes. The log keeps
+``CHANGES_KEPT_S`` of writes; a process that fell further behind reloads everything.
+Markers (regenerate detection, the lifecycle lease) are a table of the file too.
+Replicas on several machines share a Redis store, not a SQLite file.
 
 The HNSW graph of each pool above ``ann_above`` is saved beside the file
 (``<db>.hnsw/``, see ``graph``): after a rebuild on open, every ``graph_save_s``
@@ -22,9 +31,12 @@ matches the rows; ``graph_status`` says, per pool, which happened and why.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -39,6 +51,8 @@ from smartcache.store.partition import Partition
 
 _EMPTY = np.zeros(0, np.float32)   # a stored entry's vector marker: its row holds the vector
 _BATCH = 4096   # rows read at a time: small, so the freed blobs of a batch leave no large holes in the heap
+CHANGES_KEPT_S = 600.0      # how long the change log keeps a write for processes that follow it
+_TRIM_EVERY = 1024          # log entries between two trims
 
 log = logging.getLogger("smartcache.store")
 
@@ -62,6 +76,13 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 _INDEXES = """
 CREATE INDEX IF NOT EXISTS entries_due ON entries (state, created_at);
 CREATE INDEX IF NOT EXISTS entries_expiry ON entries (expires_at);
+"""
+# Sharing a file between processes: the change log every process's index follows, and the
+# markers every process must see (what a session was just answered, the lifecycle lease).
+_SHARED = """
+CREATE TABLE IF NOT EXISTS changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, cache_id TEXT NOT NULL, at REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS changes_at ON changes (at);
+CREATE TABLE IF NOT EXISTS markers (name TEXT PRIMARY KEY, value TEXT NOT NULL, expires_at REAL NOT NULL);
 """
 
 
@@ -87,13 +108,23 @@ class SqliteStore(Store):
             self._db.execute("PRAGMA busy_timeout=5000")
             self._db.executescript(_SCHEMA)
             self._migrate()
+            self._db.executescript(_SHARED)
             self._check_dim()
+            # Read before the rows: a write in between is in the log after it, and read again.
+            self._seen = int(self._db.execute("SELECT coalesce(max(seq), 0) FROM changes").fetchone()[0])
             # Lazy entries read through their own connection: a lookup holding the index's lock
             # never waits on the write lock (writers take it before the index's).
             self._reader = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
             self._read_lock = threading.Lock()
+            # Asked before every read whether another connection wrote (``_sync``): its own, so the
+            # question never waits on a lazy read or a write.
+            self._poll = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+            self._poll_lock = threading.Lock()
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"cannot open the SQLite store at {self.path}: {exc}") from exc
+        self._data_version: int | None = None
+        self._marker_writes = 0
+        self._index_options = index_options
         self._index = MemoryStore(dim, **index_options)
         self._load()
         self._index.adopt_graphs(self._adopt_graph)
@@ -223,57 +254,202 @@ class SqliteStore(Store):
         except sqlite3.Error as exc:
             raise StoreError(f"SQLite write failed: {exc}") from exc
 
+    @contextlib.contextmanager
+    def _transaction(self):
+        """One write: the file's write lock, the index brought up to the file first (so what the
+        write reads is what every process sees), the ids it changed logged, one commit. Yields
+        the list the write appends the ids it changed to. The caller holds ``self._lock``."""
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite write failed: {exc}") from exc
+        changed: list[str] = []
+        seq = None
+        try:
+            self._follow()
+            yield changed
+            now = time.time()
+            for cache_id in changed:
+                seq = self._db.execute("INSERT INTO changes (cache_id, at) VALUES (?, ?)", (cache_id, now)).lastrowid
+            if seq is not None and seq % _TRIM_EVERY == 0:
+                self._trim(now)
+            self._db.execute("COMMIT")
+        except BaseException as exc:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):
+                raise StoreError(f"SQLite write failed: {exc}") from exc
+            raise
+        if seq is not None:
+            self._seen = seq        # every earlier write was followed under the same lock
+
+    def _trim(self, now: float) -> None:
+        """Drop the log's writes older than CHANGES_KEPT_S; a process behind them reloads all."""
+        (last,) = self._db.execute("SELECT max(seq) FROM changes WHERE at < ?", (now - CHANGES_KEPT_S,)).fetchone()
+        if last is not None:
+            self._db.execute("DELETE FROM changes WHERE seq <= ?", (last,))
+            self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('changes_trimmed', ?)", (str(last),))
+
     def put(self, entry: Entry) -> None:
         if entry.turn_vector.shape != (self.dim,):
             raise ValueError(f"vector of dim {entry.turn_vector.shape} in a store of dim {self.dim}")
         with self._lock:
-            self._write(entry)
+            with self._transaction() as changed:
+                self._write(entry)
+                changed.append(entry.cache_id)
             self._index.put(entry)
 
     def get(self, cache_id: str) -> Entry | None:
+        self._sync()
         return self._index.get(cache_id)
 
     def update(self, cache_id: str, **changes: object) -> Entry | None:
         with self._lock:
-            old = self._index.get(cache_id)
-            if old is None:
-                return None
-            new = old.with_changes(**changes)
-            self._write(new)
+            with self._transaction() as changed:
+                old = self._index.get(cache_id)
+                if old is None:
+                    return None
+                self._write(old.with_changes(**changes))
+                changed.append(cache_id)
             return self._index.update(cache_id, **changes)
 
     def transition(self, cache_id: str, expected: EntryState, **changes: object) -> Entry | None:
+        # Under the file's write lock, after the other processes' writes: a compare-and-set
+        # across processes, so a pending entry is promoted once and a kill is never undone.
         with self._lock:
-            entry = self._index.get(cache_id)
-            if entry is None or entry.state is not expected:
-                return None
-            return self.update(cache_id, **changes)
+            with self._transaction() as changed:
+                entry = self._index.get(cache_id)
+                if entry is None or entry.state is not expected:
+                    return None
+                self._write(entry.with_changes(**changes))
+                changed.append(cache_id)
+            return self._index.update(cache_id, **changes)
 
     def delete(self, cache_id: str) -> bool:
         with self._lock:
-            try:
+            with self._transaction() as changed:
                 gone = self._db.execute("DELETE FROM entries WHERE cache_id = ?", (cache_id,)).rowcount
-            except sqlite3.Error as exc:
-                raise StoreError(f"SQLite delete failed: {exc}") from exc
+                if gone:
+                    changed.append(cache_id)
             return self._index.delete(cache_id) or bool(gone)
 
     def add_hit(self, cache_id: str, at: float) -> None:
-        # Under the store's lock, so the count read from the index and written to the row is
-        # never stale; only the JSON's two counters change, not the row's vectors.
+        # Under the file's write lock, after the other processes' writes, so the count read from
+        # the index and written to the row is never stale; only the JSON's two counters change.
         with self._lock:
-            entry = self._index.get(cache_id)
-            if entry is None:
-                return              # deleted meanwhile: nothing to count, nothing recreated
-            try:
+            with self._transaction() as changed:
+                entry = self._index.get(cache_id)
+                if entry is None:
+                    return              # deleted meanwhile: nothing to count, nothing recreated
                 self._db.execute("UPDATE entries SET fields = json_set(fields, '$.hit_count', ?, '$.last_hit_at', ?) "
                                  "WHERE cache_id = ?", (entry.hit_count + 1, at, cache_id))
+                changed.append(cache_id)
+            self._index.add_hit(cache_id, at)
+
+    # -- following the other processes' writes ------------------------------------------
+
+    def _sync(self) -> None:
+        """Bring the index up to the file before a read. ``PRAGMA data_version`` moves when another
+        connection committed: without that, this is one cheap read of a counter."""
+        try:
+            with self._poll_lock:
+                version = self._poll.execute("PRAGMA data_version").fetchone()[0]
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite read failed: {exc}") from exc
+        if version == self._data_version:
+            return
+        with self._lock:
+            self._follow()
+            self._data_version = version
+
+    def _follow(self) -> None:
+        """Reload the rows the log names past ``_seen`` (``self._lock`` held)."""
+        trimmed = self._query("SELECT value FROM meta WHERE key = 'changes_trimmed'", ())
+        if trimmed and int(trimmed[0][0]) > self._seen:
+            # Writes this process never followed are gone from the log: read the whole file again.
+            log.warning("smartcache: %s: this process fell behind the change log; reloading every entry", self.path)
+            last = self._query("SELECT coalesce(max(seq), 0) FROM changes", ())[0][0]
+            self._index = MemoryStore(self.dim, **self._index_options)
+            self._load()
+            self._seen = max(int(trimmed[0][0]), int(last))
+            return
+        rows = self._query("SELECT seq, cache_id FROM changes WHERE seq > ? ORDER BY seq", (self._seen,))
+        if rows:
+            self._reload(list(dict.fromkeys(cache_id for _, cache_id in rows)))
+            self._seen = rows[-1][0]
+
+    def _reload(self, ids: list[str]) -> None:
+        """These rows as the file has them now: put again, or gone from the index."""
+        present: set[str] = set()
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            marks = ", ".join("?" * len(chunk))
+            for cache_id, raw, turn, context in self._query(
+                    f"SELECT cache_id, fields, turn, context FROM entries WHERE cache_id IN ({marks})", tuple(chunk)):
+                try:
+                    entry = codec.entry_from(json.loads(raw), turn, context, self.dim)
+                    self._index.put(entry)
+                except (ValueError, KeyError, TypeError) as exc:
+                    log.error("smartcache: skipping unreadable entry %s in %s: %s", cache_id, self.path, exc)
+                    self.corrupt += 1
+                    continue
+                present.add(cache_id)
+        for cache_id in ids:
+            if cache_id not in present:
+                self._index.delete(cache_id)
+
+    # -- markers: a table of the file, so every process sharing it sees them ---------------
+
+    def set_marker(self, name: str, value: str, ttl_s: float) -> None:
+        now = self.clock()
+        with self._lock:
+            try:
+                self._db.execute("INSERT OR REPLACE INTO markers (name, value, expires_at) VALUES (?, ?, ?)",
+                                 (name, value, now + ttl_s))
+                self._marker_writes += 1
+                if self._marker_writes % 256 == 0:      # bounded: expired markers go now and then
+                    self._db.execute("DELETE FROM markers WHERE expires_at <= ?", (now,))
             except sqlite3.Error as exc:
                 raise StoreError(f"SQLite write failed: {exc}") from exc
-            self._index.add_hit(cache_id, at)
+
+    def get_marker(self, name: str) -> str | None:
+        try:
+            with self._read_lock:
+                row = self._reader.execute("SELECT value FROM markers WHERE name = ? AND expires_at > ?",
+                                           (name, self.clock())).fetchone()
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite read failed: {exc}") from exc
+        return None if row is None else str(row[0])
+
+    def take_marker(self, name: str) -> str | None:
+        with self._lock:
+            try:
+                row = self._db.execute("DELETE FROM markers WHERE name = ? RETURNING value, expires_at",
+                                       (name,)).fetchone()
+            except sqlite3.Error as exc:
+                raise StoreError(f"SQLite write failed: {exc}") from exc
+        return None if row is None or row[1] <= self.clock() else str(row[0])
+
+    def claim_marker(self, name: str, value: str, ttl_s: float) -> bool:
+        now = self.clock()
+        with self._lock:
+            try:
+                claimed = self._db.execute(
+                    "INSERT INTO markers (name, value, expires_at) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE "
+                    "SET value = excluded.value, expires_at = excluded.expires_at "
+                    "WHERE markers.value = excluded.value OR markers.expires_at <= ?",
+                    (name, value, now + ttl_s, now)).rowcount == 1
+            except sqlite3.Error as exc:
+                raise StoreError(f"SQLite write failed: {exc}") from exc
+        # Claimed every tick by every process: the index follows the others' writes here too, so
+        # an idle process is never far behind when a request comes.
+        self._sync()
+        return claimed
 
     # -- lifecycle queries: the file's indexes ------------------------------------------
 
     def pending_due(self, created_before: float, limit: int) -> list[str]:
+        self._sync()
         with self._lock:
             rows = self._query("SELECT cache_id FROM entries WHERE state = 'pending' AND created_at <= ? "
                                "ORDER BY created_at LIMIT ?", (created_before, limit))
@@ -281,6 +457,7 @@ class SqliteStore(Store):
             return [cache_id for (cache_id,) in rows if cache_id in self._index]
 
     def purgeable(self, now: float, limit: int) -> list[Doomed]:
+        self._sync()
         with self._lock:
             rows = self._query("SELECT cache_id, 0 FROM entries WHERE state = 'invalid' UNION ALL "
                                "SELECT cache_id, 1 FROM entries WHERE expires_at <= ? "
@@ -289,6 +466,7 @@ class SqliteStore(Store):
             return [Doomed(cache_id, bool(expired)) for cache_id, expired in rows if cache_id in self._index]
 
     def usage(self) -> list[Usage]:
+        self._sync()
         return self._index.usage()      # in memory already, without reading a row
 
     def _query(self, sql: str, params: tuple) -> list[tuple]:
@@ -300,21 +478,26 @@ class SqliteStore(Store):
     # -- reads: the index -------------------------------------------------------------
 
     def search(self, flt: SearchFilter, vector: np.ndarray, k: int) -> list[ScoredEntry]:
+        self._sync()
         return self._index.search(flt, vector, k)
 
     def exact(self, flt: SearchFilter, request_key: str, limit: int = 4) -> list[Entry]:
+        self._sync()
         return self._index.exact(flt, request_key, limit)
 
     def find(self, *, tenant: str | None = None, session_id: str | None = None,
              version_key: str | None = None, conversation_hash: str | None = None,
              prefix_hash: str | None = None, states: Iterable[EntryState] | None = None) -> list[Entry]:
+        self._sync()
         return self._index.find(tenant=tenant, session_id=session_id, version_key=version_key,
                                 conversation_hash=conversation_hash, prefix_hash=prefix_hash, states=states)
 
     def __len__(self) -> int:
+        self._sync()
         return len(self._index)
 
     def __iter__(self) -> Iterator[Entry]:
+        self._sync()
         return iter(self._index)
 
     def generation(self, name: str) -> int:
@@ -324,11 +507,10 @@ class SqliteStore(Store):
 
     def bump_generation(self, name: str) -> int:
         with self._lock:
-            value = self.generation(name) + 1
-            try:
+            with self._transaction():       # read and written under the file's write lock: no bump lost
+                row = self._db.execute("SELECT value FROM meta WHERE key = ?", (f"gen:{name}",)).fetchone()
+                value = (int(row[0]) if row else 0) + 1
                 self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (f"gen:{name}", str(value)))
-            except sqlite3.Error as exc:
-                raise StoreError(f"SQLite write failed: {exc}") from exc
             return value
 
     def save_state(self, name: str, value: str) -> None:
@@ -355,3 +537,5 @@ class SqliteStore(Store):
             self._db.close()
             with self._read_lock:
                 self._reader.close()
+            with self._poll_lock:
+                self._poll.close()

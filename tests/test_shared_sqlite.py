@@ -1,0 +1,192 @@
+"""One SQLite file shared by several processes (``serve --workers N``): every store sees the
+others' writes, compare-and-set and hit counts are exact across them, markers are shared,
+and the lifecycle lease lets one of them tick.
+
+Two ``SqliteStore``s on one file are two connections with two indexes, as two processes
+have; then real processes, and the lease on Redis."""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+
+import numpy as np
+import pytest
+
+from smartcache import load_config
+from smartcache.lifecycle import Lifecycle
+from smartcache.lifecycle.lease import ALWAYS, StoreLease
+from smartcache.store import EntryState
+from smartcache.store import sqlite as sqlite_module
+from smartcache.store.memory import MemoryStore
+from smartcache.store.sqlite import SqliteStore
+from conftest import FakeClock
+from test_store_backends import DIM, entry, flt, unit
+
+
+@pytest.fixture
+def pair(tmp_path):
+    """Two stores on one file, on one fake clock (the markers' expiry)."""
+    clock = FakeClock()
+    a, b = SqliteStore(tmp_path / "c.db", DIM), SqliteStore(tmp_path / "c.db", DIM)
+    a.clock = b.clock = clock
+    yield a, b, clock
+    a.close()
+    b.close()
+
+
+def test_each_store_sees_the_others_writes(pair):
+    a, b, _ = pair
+    rng = np.random.default_rng(0)
+    first = entry(unit(rng)[0])
+    a.put(first)
+    seen = b.get(first.cache_id)
+    assert seen.answer == first.answer and np.array_equal(seen.turn_vector, first.turn_vector)
+    assert [s.entry.cache_id for s in b.search(flt(), first.turn_vector, 1)] == [first.cache_id]
+    b.update(first.cache_id, feedback_score=0.5)
+    assert a.get(first.cache_id).feedback_score == 0.5
+    assert b.delete(first.cache_id)
+    assert a.get(first.cache_id) is None and len(a) == 0 and a.search(flt(), first.turn_vector, 1) == []
+
+
+def test_promotion_is_a_compare_and_set_across_stores(pair):
+    a, b, _ = pair
+    pending = entry(unit(np.random.default_rng(1))[0], state=EntryState.PENDING)
+    a.put(pending)
+    assert b.transition(pending.cache_id, EntryState.PENDING, state=EntryState.READY) is not None
+    assert a.transition(pending.cache_id, EntryState.PENDING, state=EntryState.INVALID) is None
+    assert a.get(pending.cache_id).state is EntryState.READY
+
+
+def test_hits_from_both_stores_all_count(pair):
+    a, b, _ = pair
+    e = entry(unit(np.random.default_rng(2))[0])
+    a.put(e)
+    threads = [threading.Thread(target=lambda s=s: [s.add_hit(e.cache_id, 5.0) for _ in range(50)])
+               for s in (a, b, a, b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert a.get(e.cache_id).hit_count == b.get(e.cache_id).hit_count == 200
+
+
+def test_version_bumps_from_both_stores_all_count(pair):
+    a, b, _ = pair
+    assert [a.bump_generation("t"), b.bump_generation("t"), a.bump_generation("t")] == [1, 2, 3]
+    assert b.generation("t") == 3
+
+
+def test_markers_are_shared_and_taken_once(pair):
+    a, b, clock = pair
+    a.set_marker("answered:k", "v", 2.0)
+    assert b.get_marker("answered:k") == "v"
+    assert b.take_marker("answered:k") == "v" and a.take_marker("answered:k") is None
+    a.set_marker("answered:k", "w", 2.0)
+    clock.advance(2.5)
+    assert b.get_marker("answered:k") is None and b.take_marker("answered:k") is None
+
+
+@pytest.mark.parametrize("make", [lambda tmp: MemoryStore(DIM), None], ids=["memory", "sqlite"])
+def test_a_claimed_marker_has_one_holder_until_it_expires(pair, make, tmp_path):
+    a, b, clock = pair
+    if make is not None:        # one in-process store (the default markers) claimed by two holders
+        a = b = make(tmp_path)
+        a.clock = clock
+    assert a.claim_marker("lease", "A", 5.0)
+    assert not b.claim_marker("lease", "B", 5.0)
+    clock.advance(4.0)
+    assert a.claim_marker("lease", "A", 5.0)           # renewed by its holder
+    clock.advance(4.0)
+    assert not b.claim_marker("lease", "B", 5.0)       # still A's: renewed 4 s ago
+    clock.advance(1.5)                                  # A died: nobody renewed it
+    assert b.claim_marker("lease", "B", 5.0)
+    assert not a.claim_marker("lease", "A", 5.0)
+
+
+def test_only_the_lease_holder_ticks_and_another_takes_over(pair):
+    a, b, clock = pair
+    config = load_config().lifecycle
+    lifecycles = []
+    for store, name in ((a, "A"), (b, "B")):
+        life = Lifecycle(store, config, clock)
+        life.lease = StoreLease(store, ttl_s=5.0, holder=name, clock=clock)
+        lifecycles.append(life)
+    first, second = lifecycles
+    rng = np.random.default_rng(3)
+    for vector in unit(rng, 4):             # written long ago (created_at 1.0): due at once
+        a.put(entry(vector, state=EntryState.PENDING))
+    assert first.tick() == 4 and second.tick() == 0         # A took the lease; B only asked
+    assert first.lease.mine() and not second.lease.mine()
+    b.put(entry(unit(rng)[0], state=EntryState.PENDING))
+    clock.advance(2.0)
+    assert second.tick() == 0                                # not B's to promote, though B wrote it
+    clock.advance(4.0)                                       # A stopped ticking: its lease ran out
+    assert second.tick() == 1 and second.lease.mine()
+    clock.advance(2.0)
+    assert first.tick() == 0 and not first.lease.mine()
+
+
+def test_the_single_process_lifecycle_needs_no_lease(tmp_path):
+    store = SqliteStore(tmp_path / "c.db", DIM)
+    life = Lifecycle(store, load_config().lifecycle, FakeClock())
+    assert life.lease is ALWAYS and life.lease.acquire()
+    assert store.get_marker("lease:lifecycle") is None       # nothing asked of the store
+    store.close()
+
+
+def test_a_store_behind_the_trimmed_log_reloads_everything(pair, monkeypatch):
+    a, b, _ = pair
+    rng = np.random.default_rng(4)
+    kept = entry(unit(rng)[0])
+    a.put(kept)
+    assert b.get(kept.cache_id) is not None
+    monkeypatch.setattr(sqlite_module, "_TRIM_EVERY", 1)
+    monkeypatch.setattr(sqlite_module, "CHANGES_KEPT_S", -1.0)     # every write trims all before it
+    gone = entry(unit(rng)[0])
+    a.put(gone)
+    a.delete(gone.cache_id)
+    added = [entry(v) for v in unit(rng, 3)]
+    for e in added:
+        a.put(e)
+    assert sorted(e.cache_id for e in b) == sorted([kept.cache_id] + [e.cache_id for e in added])
+    assert b.get(gone.cache_id) is None
+
+
+def _writer(path: str, n: int, seed: int) -> None:
+    store = SqliteStore(path, DIM)
+    for vector in unit(np.random.default_rng(seed), n):
+        e = entry(vector, state=EntryState.PENDING)
+        store.put(e)
+        store.add_hit(e.cache_id, 2.0)
+    store.close()
+
+
+def test_processes_writing_one_file_see_every_row(tmp_path):
+    path = str(tmp_path / "c.db")
+    reader = SqliteStore(path, DIM)
+    spawn = multiprocessing.get_context("spawn")
+    writers = [spawn.Process(target=_writer, args=(path, 25, seed)) for seed in (10, 11)]
+    for p in writers:
+        p.start()
+    for p in writers:
+        p.join(timeout=120)
+        assert p.exitcode == 0
+    entries = list(reader)
+    assert len(entries) == 50 and all(e.hit_count == 1 for e in entries)
+    assert reader.pending_due(10.0, 100) and len(reader.pending_due(10.0, 100)) == 50
+    reader.close()
+
+
+def test_a_claimed_marker_on_redis_has_one_holder(redis_url):
+    """Redis markers were shared already; the claim is one Lua step (two clients, as two workers)."""
+    import uuid
+
+    from smartcache.store.redis import RedisStore
+
+    prefix = f"lease{uuid.uuid4().hex[:8]}:"
+    a, b = RedisStore(redis_url, DIM, prefix=prefix), RedisStore(redis_url, DIM, prefix=prefix)
+    assert a.claim_marker("lease", "A", 30.0) and not b.claim_marker("lease", "B", 30.0)
+    assert a.claim_marker("lease", "A", 30.0)           # renewed by its holder
+    assert a.take_marker("lease") == "A"                 # gone (as when it expires)
+    assert b.claim_marker("lease", "B", 30.0) and not a.claim_marker("lease", "A", 30.0)
