@@ -109,6 +109,15 @@ def make_store(config: CacheConfig, dim: int) -> Store:
     return MemoryStore(dim, **options)
 
 
+def _limit_blas(threads: int) -> None:
+    """numpy's BLAS on at most ``threads`` threads, process-wide and once (a context per call
+    costs more than the scan): a pool's scan is a matrix-vector product of a few thousand rows,
+    which extra threads do not speed up, and which they spin after on the core the rest of the
+    lookup needs (2.7-3.7x the lookup's time on two cores, docs/performance.md)."""
+    from threadpoolctl import threadpool_limits
+    threadpool_limits(limits=threads, user_api="blas")
+
+
 def _check_id(value: object, what: str, *, required: bool) -> str | None:
     if value is None:
         if required:
@@ -125,6 +134,8 @@ class SmartCache:
     def __init__(self, config: CacheConfig | None = None, *, encoder: Encoder | None = None,
                  store: Store | None = None, clock: Callable[[], float] = time.time) -> None:
         self.config = config or load_config()
+        if self.config.store.blas_threads:
+            _limit_blas(self.config.store.blas_threads)
         base = encoder or shared_encoder(self.config.encoder)
         self.encoder = MemoEncoder(base, self.config.memo_size)
         # Every backend is guarded: its faults become StoreError and callers fail open.

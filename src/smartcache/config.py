@@ -57,6 +57,7 @@ class StoreConfig:
     prefix: str = _STORE["prefix"]            # redis: key prefix, so several caches can share one server
     synchronous: str = _STORE["synchronous"]  # sqlite: NORMAL (process-crash safe) or FULL (power-loss safe)
     ann_above: int = _STORE["ann_above"]      # a pool with more entries than this is searched by HNSW, not a scan
+    blas_threads: int = _STORE["blas_threads"]   # numpy's BLAS threads in the process (0: left alone)
 
     def __post_init__(self) -> None:
         if self.backend not in ("memory", "sqlite", "redis"):
@@ -76,6 +77,8 @@ class StoreConfig:
             raise ConfigError("the sqlite store needs a path ([store] path = ...)")
         if self.ann_above < 1:
             raise ConfigError("store.ann_above must be a positive number of entries")
+        if isinstance(self.blas_threads, bool) or not isinstance(self.blas_threads, int) or self.blas_threads < 0:
+            raise ConfigError("store.blas_threads must be a non-negative number of threads (0: left alone)")
 
 
 @dataclass(frozen=True)
