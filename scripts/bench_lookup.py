@@ -3,7 +3,8 @@
     .venv/bin/python scripts/bench_lookup.py [--n 300] [--entries 2000] [--turns 2,40] [--config FILE]
 
 A session holds ``--entries`` cached turns (zh and en, after a history); each timed
-lookup is a fresh paraphrase-like request in that session, so the encoder memo never
+lookup is a fresh paraphrase-like request in that session (never one of the stored requests
+word for word: those take the exact path, timed apart), so the encoder memo never
 answers it and the verifier weighs the top-k candidates. Prints p50 / p90 of: one
 encoder forward of one sentence, lookup with the verifier, lookup with the rules only,
 a stored request again word for word (the exact path), and the verifier's own share.
@@ -26,6 +27,7 @@ import time
 import numpy as np
 
 from smartcache import SmartCache, load_config
+from smartcache.context import normalize_text, words_only
 from smartcache.fingerprint import shared_encoder
 
 ZH = ["周末去{c}玩{n}天，预算{m}元以内，帮我排个行程", "{c}有什么值得去的博物馆", "在{c}坐地铁怎么买票",
@@ -78,7 +80,13 @@ def run(args: argparse.Namespace, turns: int, encoder) -> dict[str, list[float]]
                 cache.promote(stored.cache_id)
                 if cache is caches["verifier"]:
                     asked.append(messages)
-    probes = [text(rng, args.entries + i) + rng.choice(["", "?", " 谢谢", " please"]) for i in range(args.n)]
+    # Fresh requests only: a probe that repeats a stored one word for word is the exact path's.
+    seen = {words_only(normalize_text(m[-1]["content"])) for m in asked}
+    probes: list[str] = []
+    while len(probes) < args.n:
+        p = text(rng, args.entries + len(probes)) + rng.choice(["", "?", " 谢谢", " please"])
+        if words_only(normalize_text(p)) not in seen:
+            probes.append(p)
     probe_history = make_history(turns, 99, rng)
     forward = []
     for p in probes[:100]:
