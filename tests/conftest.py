@@ -133,6 +133,9 @@ def gateway_server():
         yield base
 
 
+SERVE_WORKERS = 2      # the workers of every gateway process the tests start (serve --workers)
+
+
 class Served(str):
     """The base URL of a running gateway, with its process (``.proc``) for crash tests."""
 
@@ -143,13 +146,16 @@ class Served(str):
 def serve(*args: str, env: dict[str, str | None] | None = None):
     """Run ``smartcache serve ARGS`` on a free 127.0.0.1 port until the block ends; yields its URL.
     ``env`` adds to (a value of None: removes from) this process's environment, less any
-    SMARTCACHE_ADMIN_TOKEN of the shell's."""
+    SMARTCACHE_ADMIN_TOKEN of the shell's. Two workers unless ARGS name ``--workers`` (a memory
+    store gets its one): the gateway tests run as ``serve --workers N`` does, store shared."""
     import subprocess
     import sys
     import time
 
     import httpx
 
+    if "--workers" not in args and "memory" not in args:
+        args = ("--workers", str(SERVE_WORKERS), *args)
     port = free_port()
     log = open(os.path.join(tempfile.gettempdir(), f"smartcache-serve-{port}.log"), "w")
     proc = subprocess.Popen([sys.executable, "-m", "smartcache.cli", "serve", "--host", "127.0.0.1",

@@ -118,13 +118,28 @@ def test_only_the_lease_holder_ticks_and_another_takes_over(pair):
         a.put(entry(vector, state=EntryState.PENDING))
     assert first.tick() == 4 and second.tick() == 0         # A took the lease; B only asked
     assert first.lease.mine() and not second.lease.mine()
-    b.put(entry(unit(rng)[0], state=EntryState.PENDING))
+    a.put(entry(unit(rng)[0], state=EntryState.PENDING))    # written by A's store, not B's lifecycle
     clock.advance(2.0)
-    assert second.tick() == 0                                # not B's to promote, though B wrote it
+    assert second.tick() == 0                                # the holder's to sweep, not B's
     clock.advance(4.0)                                       # A stopped ticking: its lease ran out
     assert second.tick() == 1 and second.lease.mine()
     clock.advance(2.0)
     assert first.tick() == 0 and not first.lease.mine()
+
+
+def test_a_process_promotes_its_own_write_when_it_falls_due_without_the_lease(pair):
+    """As a single process does on its lookup path: no wait for the holder's next sweep."""
+    a, b, clock = pair
+    holder, other = Lifecycle(a, load_config().lifecycle, clock), Lifecycle(b, load_config().lifecycle, clock)
+    holder.lease = StoreLease(a, ttl_s=100.0, holder="A", clock=clock)     # outlasts the window
+    other.lease = StoreLease(b, ttl_s=100.0, holder="B", clock=clock)
+    assert holder.tick() == 0 and holder.lease.mine()
+    mine = entry(unit(np.random.default_rng(5))[0], state=EntryState.PENDING).with_changes(created_at=clock.now)
+    other.admit(mine)
+    assert other.maybe_tick() == 0                          # not due yet
+    clock.advance(other.config.promotion_window_s)
+    assert other.maybe_tick() == 1 and not other.lease.mine()
+    assert a.get(mine.cache_id).state is EntryState.READY
 
 
 def test_the_single_process_lifecycle_needs_no_lease(tmp_path):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+import os
 import time
 from typing import Any, Literal
 
@@ -95,7 +96,8 @@ def admin_router(service: ChatService, token: str | None, *, closed: bool = Fals
     def stats() -> dict[str, Any]:
         audit("stats", None, level=logging.DEBUG)       # the dashboard polls it every 2 s
         s = cache.stats()
-        traffic = service.telemetry.summary()
+        view = service.telemetry_view()     # with several workers: all of them, added up
+        traffic = view.summary()
         precision, judged = service.shadow.precision()
         engine_kv = getattr(service.engine, "kv", None)
         return {
@@ -106,15 +108,20 @@ def admin_router(service: ChatService, token: str | None, *, closed: bool = Fals
             "pollution": traffic.pollution, "pollution_rate": traffic.pollution_rate,
             "shadow_precision": precision, "shadow_checked": judged,
             "learning": {**_learning(s), "by_tenant": {t: cache.learned(t) for t in _learning_tenants(cache)}},
-            "invalidations": s.invalidations, "evicted": s.evicted, "timeline": service.telemetry.timeline_json(),
-            "timeline_bucket_s": service.telemetry.bucket_s, "by_tenant": service.telemetry.tenants_json(),
+            "invalidations": s.invalidations, "evicted": s.evicted, "timeline": view.timeline_json(),
+            "timeline_bucket_s": view.bucket_s, "by_tenant": view.tenants_json(),
             "kv_cache": engine_kv.stats().__dict__ if engine_kv is not None else None,
+            # Which worker answered; the traffic figures above are every worker's (a tick behind for the
+            # others), while lookups, by_zone, hit_rate, shadow and learning are this worker's.
+            "worker": {"pid": os.getpid(), "workers": service.settings.workers,
+                       "runs_lifecycle": cache.lifecycle.lease.mine(),
+                       "requests": service.telemetry.summary().requests},
         }
 
     @router.get("/decisions")
-    async def decisions(limit: int = Query(50, ge=1, le=500)) -> dict[str, Any]:
+    def decisions(limit: int = Query(50, ge=1, le=500)) -> dict[str, Any]:
         audit("decisions", None, level=logging.DEBUG, limit=limit)      # ditto
-        return {"data": service.telemetry.recent_json(limit)}
+        return {"data": service.telemetry_view().recent_json(limit)}
 
     @router.get("/entries")
     def entries(tenant: str | None = None, session: str | None = None, state: str | None = None,

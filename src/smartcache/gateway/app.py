@@ -47,10 +47,19 @@ async def _promote_on_time(service: ChatService) -> None:
             await asyncio.to_thread(cache.tick)     # a store call: off the event loop
         except SmartCacheError as exc:
             log.warning("smartcache: promotion tick failed: %s", exc)
+        if service.shared_telemetry is None and service.metrics.multiprocess_dir is None:
+            continue        # one process: nothing to share
         try:
-            await asyncio.to_thread(service.metrics.publish)
+            await asyncio.to_thread(_publish, service)
         except (SmartCacheError, OSError) as exc:
             log.warning("smartcache: cannot publish this worker's counts: %s", exc)
+
+
+def _publish(service: ChatService) -> None:
+    """This worker's counts where the other workers' /metrics and admin API add them up."""
+    service.metrics.publish()
+    if service.shared_telemetry is not None:
+        service.shared_telemetry.publish()
 
 
 def _add_error_handlers(app: FastAPI) -> None:

@@ -37,6 +37,7 @@ from smartcache.gateway.metrics import GatewayMetrics
 from smartcache.gateway.openai_format import StreamWriter, ToolCalls
 from smartcache.gateway.schema import ChatCompletionRequest
 from smartcache.gateway.shadow import ShadowVerifier
+from smartcache.gateway.shared_telemetry import SharedTelemetry
 from smartcache.gateway.settings import GatewaySettings
 from smartcache.gateway.telemetry import DecisionRecord, Telemetry
 from smartcache.gateway.turn import Bypass, Outcome, Turn
@@ -76,8 +77,14 @@ class ChatService:
                                                  self._learned)
         self.telemetry = Telemetry(self.metrics, recent=s.recent_decisions, bucket_s=s.timeline_bucket_s,
                                    buckets=s.timeline_buckets)
+        # serve --workers N: every worker's figures, for the admin API (None in one process).
+        self.shared_telemetry = SharedTelemetry.from_env(self.telemetry)
         self.feedback = Feedback(cache, self.telemetry, window_s=s.regenerate_window_s)
         self.shadow = ShadowVerifier(cache, engine, self.metrics)
+
+    def telemetry_view(self) -> Telemetry:
+        """What the admin API shows: this process's figures, or every worker's added up."""
+        return self.telemetry if self.shared_telemetry is None else self.shared_telemetry.view()
 
     def versions(self, model: str, controls: RequestControls) -> dict[str, str]:
         """The version mapping of a request (a store call: the bump generations)."""

@@ -18,3 +18,4 @@ class GatewaySettings:
     max_body_bytes: int = 8 * 2**20       # a larger request body is refused with 413
     max_messages: int = 1000              # ... more messages, or a longer one, with 400
     max_message_chars: int = 400_000
+    workers: int = 1                      # gateway processes sharing the store (serve --workers)

@@ -160,6 +160,33 @@ class Telemetry:
             rows = [{"tenant": t, **{k: c.get(k, 0) for k in STATUSES}} for t, c in self._tenants.items()]
         return sorted(rows, key=lambda r: (r["tenant"] is None, -sum(r[k] for k in STATUSES), r["tenant"] or ""))
 
+    # -- several workers: each one's counts as plain data, and a view that adds them up -------
+
+    def export(self) -> dict[str, Any]:
+        """Everything the admin API reads, as JSON-able data (``absorb`` adds it to another)."""
+        with self._lock:
+            return {"totals": dict(self._totals),
+                    "timeline": {str(b): {"counts": dict(bucket.counts), "bins": dict(bucket.lookup.bins),
+                                          "count": bucket.lookup.count} for b, bucket in self._timeline.items()},
+                    "tenants": [[t, dict(c)] for t, c in self._tenants.items()],
+                    "recent": [asdict(r) for r in self._recent]}
+
+    def absorb(self, data: dict[str, Any]) -> None:
+        """Add another worker's ``export``: totals, buckets and tenants summed, latency bins
+        merged, recent decisions interleaved by time (the newest ``recent`` kept)."""
+        with self._lock:
+            self._totals.update(data["totals"])
+            for b, bucket in data["timeline"].items():
+                mine = self._timeline.setdefault(int(b), _Bucket())
+                mine.counts.update(bucket["counts"])
+                mine.lookup.bins.update({int(i): n for i, n in bucket["bins"].items()})
+                mine.lookup.count += bucket["count"]
+            for tenant, counts in data["tenants"]:
+                self._tenants.setdefault(tenant, Counter()).update(counts)
+            merged = sorted([*self._recent, *(DecisionRecord(**r) for r in data["recent"])], key=lambda r: r.at)
+            self._recent.clear()
+            self._recent.extend(merged[-(self._recent.maxlen or len(merged)):])
+
     def recent_json(self, limit: int = 50) -> list[dict[str, Any]]:
         """The last ``limit`` decisions, newest first."""
         with self._lock:

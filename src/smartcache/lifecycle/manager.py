@@ -72,16 +72,20 @@ class Lifecycle:
     def tick(self) -> int:
         """Promote every pending entry of the store whose window has passed; returns how many
         this call promoted. Replicas may tick at once: each entry is promoted by one of them.
-        Under a shared lease only its holder ticks (and evicts what others wrote past capacity)."""
+        Under a shared lease its holder sweeps (and evicts what others wrote past capacity); any
+        other process promotes only when one of its own writes fell due, so its next request is
+        served as a single process serves it, without waiting for the holder's next tick."""
         now = self.clock()
         with self._lock:
             self._last_tick = now
+            own_due = bool(self._due_hints and self._due_hints[0] <= now)
             while self._due_hints and self._due_hints[0] <= now:
                 heapq.heappop(self._due_hints)
-        if not self.lease.acquire():
+        held = self.lease.acquire()
+        if not held and not own_due:
             return 0
         promoted = self._promote_due(now)
-        if not self.lease.always:
+        if held and not self.lease.always:
             self._evict_if_full()
         return promoted
 

@@ -1,0 +1,152 @@
+"""``smartcache serve --workers N``: N gateway processes on one port, one engine, one store.
+
+    parent ──┬── engine process   the bundled engine (SmolLM2 + its radix tree), loaded once,
+             │                    on a Unix socket in the run directory (engine/server.py)
+             └── N workers        uvicorn's supervisor: one listening socket, each worker a whole
+                                  gateway (encoder, store, auth) whose engine is RemoteEngine
+                                  on that socket, or the upstream client with --upstream
+
+The workers share the store: SQLite (WAL; each worker's index follows the others' writes,
+regenerate markers and the lifecycle lease live in the file) or Redis. Of the workers,
+the holder of the lease in the store runs the lifecycle's ticks. Metrics are
+prometheus_client's multiprocess files in the run directory, so ``/metrics`` on any
+worker shows the gateway's totals, and each worker's dashboard figures are written there
+every tick for the others' admin API to add up (``gateway/shared_telemetry.py``). The run directory is a fresh temporary directory
+that the parent removes when it stops; the engine and the workers die with the parent
+(``die_with_parent``), even when it is killed.
+
+A worker reads its flags from ``SMARTCACHE_SERVE_WORKER`` (the parent's, as JSON), and
+its admin token from where the parent read it (the environment, a file or the flag).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from smartcache.cli.console import fail
+from smartcache.engine.server import die_with_parent
+from smartcache.errors import SmartCacheError
+from smartcache.gateway.shared_telemetry import ENV as SHARED_TELEMETRY_ENV
+
+WORKER_ENV = "SMARTCACHE_SERVE_WORKER"
+ENGINE_START_S = 600.0       # the engine loads in about 25 s on two busy cores; give a slow box room
+
+log = logging.getLogger("smartcache.serve")
+
+
+def run_workers(args: argparse.Namespace, workers: int) -> int:
+    import uvicorn
+
+    from smartcache.cli.serve import prepare
+
+    try:
+        config, _, _ = prepare(args)        # a mistake in the flags stops here, once, before any process starts
+    except (OSError, SmartCacheError, ValueError) as exc:
+        return fail(exc)
+    run_dir = tempfile.mkdtemp(prefix="smartcache-serve-")
+    engine = None
+    try:
+        metrics_dir = os.path.join(run_dir, "metrics")
+        os.mkdir(metrics_dir)
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir     # read by each worker as it starts
+        telemetry_dir = os.path.join(run_dir, "telemetry")
+        os.mkdir(telemetry_dir)
+        os.environ[SHARED_TELEMETRY_ENV] = telemetry_dir          # the dashboard's figures, every worker's
+        if args.warmup:
+            _warmup_once(args, config)
+        uds = None
+        if not args.upstream:
+            uds = os.path.join(run_dir, "engine.sock")
+            print("smartcache: loading the bundled engine (SmolLM2-135M-Instruct) in its own process…",
+                  file=sys.stderr)
+            engine = start_engine(uds, kv_budget_mb=args.kv_budget_mb, log_level=args.log_level)
+        spec = {"args": {k: v for k, v in vars(args).items() if k != "run"}, "engine_uds": uds, "workers": workers}
+        os.environ[WORKER_ENV] = json.dumps(spec)
+        print(f"smartcache: serving on http://{args.host}:{args.port} with {workers} workers "
+              "(dashboard: /dashboard)", file=sys.stderr)
+        uvicorn.run("smartcache.cli.serve_workers:worker_app", factory=True, workers=workers, host=args.host,
+                    port=args.port, log_level=args.log_level.lower(), timeout_keep_alive=args.keep_alive)
+        return 0
+    except (OSError, SmartCacheError, RuntimeError, ValueError) as exc:
+        return fail(exc)
+    finally:
+        for name in (WORKER_ENV, SHARED_TELEMETRY_ENV, "PROMETHEUS_MULTIPROC_DIR"):
+            os.environ.pop(name, None)
+        if engine is not None:
+            stop(engine)
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def _warmup_once(args: argparse.Namespace, config) -> None:
+    """The warm-up runs in the parent, once, into the store the workers then open."""
+    from smartcache.cache import SmartCache
+    from smartcache.cli.serve import _warmup
+
+    cache = SmartCache(config)
+    _warmup(cache, args.warmup)
+    close = getattr(cache.backend.inner, "close", None)
+    if close is not None:
+        close()
+
+
+def start_engine(uds: str, *, kv_budget_mb: int, log_level: str = "warning",
+                 extra: tuple[str, ...] = ()) -> subprocess.Popen:
+    """The engine process on ``uds``, answering /health when this returns."""
+    import httpx
+
+    proc = subprocess.Popen([sys.executable, "-m", "smartcache.engine.server", "--uds", uds,
+                             "--kv-budget-mb", str(kv_budget_mb), "--log-level", log_level, *extra])
+    deadline = time.monotonic() + ENGINE_START_S
+    with httpx.Client(transport=httpx.HTTPTransport(uds=uds), timeout=2.0) as client:
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"the engine process exited with {proc.returncode} before it was ready")
+            try:
+                if client.get("http://engine/health").status_code == 200:
+                    return proc
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                stop(proc)
+                raise RuntimeError(f"the engine process was not ready within {ENGINE_START_S:.0f} s")
+            time.sleep(0.25)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def worker_app():
+    """One worker's gateway (uvicorn's factory, in each worker process)."""
+    die_with_parent()
+    spec = json.loads(os.environ[WORKER_ENV])
+    args = argparse.Namespace(**spec["args"])
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from smartcache.cache import SmartCache
+    from smartcache.cli.serve import build_app, prepare, upstream_engine
+    from smartcache.lifecycle.lease import StoreLease
+
+    config, admin_token, auth = prepare(args, quiet=True)
+    cache = SmartCache(config)
+    # The lifecycle's ticks run in the one worker that holds the lease in the shared store.
+    cache.lifecycle.lease = StoreLease(cache.backend, ttl_s=args.lease_ttl)
+    if spec["engine_uds"]:
+        from smartcache.engine.remote import RemoteEngine
+        engine = RemoteEngine(uds=spec["engine_uds"])
+    else:
+        engine = upstream_engine(args)
+    return build_app(args, cache, engine, admin_token, auth, workers=spec["workers"])
