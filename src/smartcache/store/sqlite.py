@@ -80,7 +80,8 @@ CREATE INDEX IF NOT EXISTS entries_expiry ON entries (expires_at);
 # Sharing a file between processes: the change log every process's index follows, and the
 # markers every process must see (what a session was just answered, the lifecycle lease).
 _SHARED = """
-CREATE TABLE IF NOT EXISTS changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, cache_id TEXT NOT NULL, at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, cache_id TEXT NOT NULL, at REAL NOT NULL,
+                                    hit REAL);
 CREATE INDEX IF NOT EXISTS changes_at ON changes (at);
 CREATE TABLE IF NOT EXISTS markers (name TEXT PRIMARY KEY, value TEXT NOT NULL, expires_at REAL NOT NULL);
 """
@@ -109,6 +110,8 @@ class SqliteStore(Store):
             self._db.executescript(_SCHEMA)
             self._migrate()
             self._db.executescript(_SHARED)
+            if "hit" not in {row[1] for row in self._db.execute("PRAGMA table_info(changes)")}:
+                self._db.execute("ALTER TABLE changes ADD COLUMN hit REAL")     # a log of the first shape
             self._check_dim()
             # Read before the rows: a write in between is in the log after it, and read again.
             self._seen = int(self._db.execute("SELECT coalesce(max(seq), 0) FROM changes").fetchone()[0])
@@ -258,19 +261,22 @@ class SqliteStore(Store):
     def _transaction(self):
         """One write: the file's write lock, the index brought up to the file first (so what the
         write reads is what every process sees), the ids it changed logged, one commit. Yields
-        the list the write appends the ids it changed to. The caller holds ``self._lock``."""
+        the list the write appends what it changed to: an id (its row changed), or (id, at) for a
+        hit, which the other processes count without reading the row. The caller holds ``self._lock``."""
         try:
             self._db.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
             raise StoreError(f"SQLite write failed: {exc}") from exc
-        changed: list[str] = []
+        changed: list[str | tuple[str, float]] = []
         seq = None
         try:
             self._follow()
             yield changed
             now = time.time()
-            for cache_id in changed:
-                seq = self._db.execute("INSERT INTO changes (cache_id, at) VALUES (?, ?)", (cache_id, now)).lastrowid
+            for change in changed:
+                cache_id, hit = change if isinstance(change, tuple) else (change, None)
+                seq = self._db.execute("INSERT INTO changes (cache_id, at, hit) VALUES (?, ?, ?)",
+                                       (cache_id, now, hit)).lastrowid
             if seq is not None and seq % _TRIM_EVERY == 0:
                 self._trim(now)
             self._db.execute("COMMIT")
@@ -343,7 +349,7 @@ class SqliteStore(Store):
                     return              # deleted meanwhile: nothing to count, nothing recreated
                 self._db.execute("UPDATE entries SET fields = json_set(fields, '$.hit_count', ?, '$.last_hit_at', ?) "
                                  "WHERE cache_id = ?", (entry.hit_count + 1, at, cache_id))
-                changed.append(cache_id)
+                changed.append((cache_id, at))      # the others count it; no row to read back
             self._index.add_hit(cache_id, at)
 
     # -- following the other processes' writes ------------------------------------------
@@ -359,7 +365,16 @@ class SqliteStore(Store):
         if version == self._data_version:
             return
         with self._lock:
-            self._follow()
+            if self._db.in_transaction:     # inside a write of this thread: followed at its start
+                return
+            try:
+                # One snapshot for the log and the rows: a row read back then holds exactly the
+                # hits the log has shown so far, never one the next follow would count again.
+                self._db.execute("BEGIN")
+                self._follow()
+            finally:
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.execute("COMMIT")
             self._data_version = version
 
     def _follow(self) -> None:
@@ -373,9 +388,14 @@ class SqliteStore(Store):
             self._load()
             self._seen = max(int(trimmed[0][0]), int(last))
             return
-        rows = self._query("SELECT seq, cache_id FROM changes WHERE seq > ? ORDER BY seq", (self._seen,))
+        rows = self._query("SELECT seq, cache_id, hit FROM changes WHERE seq > ? ORDER BY seq", (self._seen,))
         if rows:
-            self._reload(list(dict.fromkeys(cache_id for _, cache_id in rows)))
+            changed = list(dict.fromkeys(cache_id for _, cache_id, hit in rows if hit is None))
+            self._reload(changed)       # read back as the file has them: their hits included
+            reread = set(changed)
+            for _, cache_id, hit in rows:
+                if hit is not None and cache_id not in reread:
+                    self._index.add_hit(cache_id, hit)
             self._seen = rows[-1][0]
 
     def _reload(self, ids: list[str]) -> None:
