@@ -22,14 +22,18 @@ its admin token from where the parent read it (the environment, a file or the fl
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 import time
+
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from smartcache.cli.console import fail
 from smartcache.engine.server import die_with_parent
@@ -73,7 +77,8 @@ def run_workers(args: argparse.Namespace, workers: int) -> int:
         print(f"smartcache: serving on http://{args.host}:{args.port} with {workers} workers "
               "(dashboard: /dashboard)", file=sys.stderr)
         uvicorn.run("smartcache.cli.serve_workers:worker_app", factory=True, workers=workers, host=args.host,
-                    port=args.port, log_level=args.log_level.lower(), timeout_keep_alive=args.keep_alive)
+                    port=args.port, log_level=args.log_level.lower(), timeout_keep_alive=args.keep_alive,
+                    http=NoDelayH11)
         return 0
     except (OSError, SmartCacheError, RuntimeError, ValueError) as exc:
         return fail(exc)
@@ -83,6 +88,20 @@ def run_workers(args: argparse.Namespace, workers: int) -> int:
         if engine is not None:
             stop(engine)
         shutil.rmtree(run_dir, ignore_errors=True)
+
+
+class NoDelayH11(H11Protocol):
+    """uvicorn's h11 protocol with TCP_NODELAY on each connection. A worker gets the listening
+    socket from the supervisor without its protocol number, so asyncio does not set TCP_NODELAY
+    on the sockets it accepts, and every response then waited for the client's delayed ACK:
+    about 44 ms a request at one client (22 requests/s, against 410 in one process)."""
+
+    def connection_made(self, transport) -> None:  # type: ignore[override]
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        super().connection_made(transport)
 
 
 def _warmup_once(args: argparse.Namespace, config) -> None:
