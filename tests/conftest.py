@@ -112,7 +112,7 @@ def real_gateway(local_engine, encoder):
 
 def chat(client, messages, *, session="s1", headers=None, **body):
     """One request. SmolLM2 is verbose: a stop at the first line break or 。 keeps answers short
-    and complete (an answer cut by max_tokens is, rightly, never cached)."""
+    and complete (an answer cut by max_tokens is cached with its limit: tests/test_cut_answers.py)."""
     h = {"x-session-id": session, **(headers or {})} if session else dict(headers or {})
     payload = {"model": MODEL, "messages": messages, "max_tokens": 64, "stop": ["\n", "。"], **body}
     return client.post("/v1/chat/completions", json=payload, headers=h)
