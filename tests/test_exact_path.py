@@ -50,6 +50,10 @@ def test_the_key_reads_words_not_punctuation_but_keeps_digits_apart():
     assert key("3.5 kg") != key("35 kg") and key("Budget 500") != key("Budget 800")
     assert key("How do I reset my password?") != key("How do I reset my password?", [U("hi"), A("Hello!")])
     assert key("和他说") != key("和她说")
+    # Symbols are words here: an operator, a sign, a currency, an emoji, a flag (found by a review).
+    for a, b in [("a // b", "a % b"), ("x != y", "x == y"), ("-5 degrees", "5 degrees"), ("$100", "€100"),
+                 ("C++", "C#"), ("git reset --hard", "git reset hard"), ("👍", "👎"), (":)", ":("), ("?", "!")]:
+        assert key(a) != key(b), (a, b)
 
 
 @pytest.mark.parametrize("probe, why", [

@@ -15,7 +15,7 @@ SAME = [
     # English: a dropped, doubled, swapped or neighbouring letter; courtesy; case and spacing
     ("How do I cancel my gym membership?", "How do I cancle my gym membership?"),
     ("What is the boiling point of water at altitude?", "What is the boiling piont of water at altitude?"),
-    ("Best way to learn touch typing", "Best way to lern touch typing"),
+    ("Best keyboard for touch typing", "Best keybaord for touch typing"),
     ("How do I back up my photos to an external drive?", "hi, how do I back up my photos to an externall drive? thanks"),
     ("Why does my bread come out dense?", "Why does my bread come out dense"),
     ("Could you please recommend a sci-fi novel?", "recommend a sci-fi novel"),
@@ -46,6 +46,17 @@ DIFFERENT = [
     ("和他说一声", "和她说一声"),
     ("去成都玩三天", "去成都玩四天"),
     ("公民的权利有哪些", "公民的权力有哪些"),
+    # found by a review: a courtesy word as the subject, an article or a particle that matters,
+    # a doubled character, two short real words, a tone that differs
+    ("In Japanese, how do you say thank you?", "In Japanese, how do you say hello?"),
+    ("Translate to French: thank you", "Translate to French: good morning"),
+    ("谢谢用日语怎么说", "你好用日语怎么说"),
+    ("hepatitis a vaccine schedule", "hepatitis vaccine schedule"),
+    ("你要去吗", "你要去"),
+    ("人人都要交税吗", "人都要交税吗"),
+    ("how does a gan work", "how does a gun work"),
+    ("what is a statin", "what is a station"),
+    ("股票怎么卖出", "股票怎么买出"),
 ]
 
 

@@ -43,7 +43,8 @@ from smartcache.decide.verifier import PACKAGED_CROSS, TreeVerifier
 from smartcache.errors import InvalidRequest, StoreError
 from smartcache.fingerprint import ChangeFlag, Encoder, Fingerprint, Fingerprinter, MemoEncoder, shared_encoder
 from smartcache.fingerprint.tags import change_flags, is_time_sensitive
-from smartcache.decide.decider import tier_of, words_only
+from smartcache.context.normalize import request_words
+from smartcache.decide.decider import tier_of
 from smartcache.decide.near_exact import corrected, near_repeat
 from smartcache.learn import AnswerJudge, Judgement, Label
 from smartcache.learn.personal import personal_data
@@ -277,7 +278,7 @@ class SmartCache:
         seen: set[str] = set()
         for c in sorted(pool, key=lambda c: -c.similarity)[:2 * _NEAR_CANDIDATES]:
             entry = c.entry
-            if entry.cache_id in seen or c.similarity < _NEAR_FLOOR:
+            if entry.cache_id in seen or c.similarity < _NEAR_FLOOR or entry.domain in self.decider.disabled_domains:
                 continue
             seen.add(entry.cache_id)
             found = near_repeat(fp.signature, entry.signature)
@@ -517,7 +518,7 @@ class SmartCache:
         fp, tenant = request.fingerprint, request.tenant
         if tier_of(fp.signature.domain) == "high" or self._policy_of(tenant) is None:
             return
-        key = f"{request.version.digest()}|{fp.signature.history_hash}|{words_only(fp.signature.text)}"
+        key = f"{request.version.digest()}|{fp.signature.history_hash}|{request_words(fp.signature.text)}"
         conversation = " ".join([request.conversation.system] + [t.text for t in request.conversation.turns])
         with self._witness_lock:        # read, judge and write one record at a time: no flag is lost
             seen = self.policy.witnesses(tenant, key)

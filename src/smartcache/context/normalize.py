@@ -117,6 +117,27 @@ def words_only(text: str) -> str:
     return _NOT_WORDS.sub(keep, text)
 
 
+# Spaces, quotes, and sentence punctuation where a sentence or a clause ends (before a space, a
+# Chinese character or the end): "x != y" keeps its "!", "x. y" and "x.y" stay apart.
+_SOFT = re.compile(r"\s+|[\"'`]+|[?!.,;:]+(?=\s|$|[\u3400-\u9fff])")
+
+
+def request_words(text: str) -> str:
+    """What makes a normalised turn the same request word for word (the exact path's key):
+    the text without its spaces and sentence punctuation, but where they stand between two
+    digits ("3.5" is not "35"). Symbols stay: "a // b" is not "a % b", "-5" not "5", "C++" not
+    "C#", "👍" not "👎". A turn of punctuation alone is kept as it is (":)" is not ":(").
+
+        >>> request_words("how do i reset my password ?"), request_words("3.5 kg"), request_words("x != y")
+        ('howdoiresetmypassword', '3.5kg', 'x!=y')
+    """
+    def keep(m: re.Match[str]) -> str:
+        between = m.start() > 0 and m.end() < len(text) and text[m.start() - 1].isdigit() and text[m.end()].isdigit()
+        return m.group() if between else ""
+    words = _SOFT.sub(keep, text)
+    return words if words else text
+
+
 _MASKS = [
     (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I), "<id>"),
     (re.compile(r"\d{4}[-/.]\d{1,2}[-/.]\d{1,2}(?:[ T]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:z|[+-]\d{2}:?\d{2})?)?", re.I),

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 
 from smartcache.context.messages import Conversation
-from smartcache.context.normalize import mask_template, normalize_text, words_only
+from smartcache.context.normalize import mask_template, normalize_text, request_words
 from smartcache.context.turns import TurnRecord, is_small_talk, turn_records
 from smartcache.defaults import section
 
@@ -148,7 +148,7 @@ def read_key(conv: Conversation, settings: ContextSettings | None = None) -> Req
         half = settings.max_turn_chars // 2
         current_cased = f"{current_cased[:half]} … {current_cased[-half:]}"
     history_hash = conv.history_hash()
-    digest = hashlib.sha256(f"{history_hash}\x1f{words_only(current_cased.lower())}".encode("utf-8")).hexdigest()[:32]
+    digest = hashlib.sha256(f"{history_hash}\x1f{request_words(current_cased.lower())}".encode("utf-8")).hexdigest()[:32]
     return RequestKey(current_cased, oversized, history_hash, masked_system, system_hash, digest)
 
 

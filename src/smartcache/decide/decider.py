@@ -13,7 +13,7 @@ from typing import Iterable, Protocol, Sequence
 
 import numpy as np
 
-from smartcache.context.normalize import words_only
+from smartcache.context.normalize import request_words, words_only
 from smartcache.decide.cross_encoder import SERVED, CrossEncoder
 from smartcache.decide.decision import Decision, Reason, Scores, Zone
 from smartcache.decide.evidence import Evidence, gather
@@ -226,8 +226,8 @@ class Decider:
         # The same request word for word after normalisation (punctuation aside), after the same history, is the
         # same request: no model's doubt about it is worth a miss (an exact repeat was refused at
         # p(same) 0.886, turn cosine 1.000). Gates and vetoes have had their say already.
-        words = words_only(fp.signature.text)
-        exact = [i for i, e in enumerate(open_) if words_only(e.entry.signature.text) == words
+        words = request_words(fp.signature.text)
+        exact = [i for i, e in enumerate(open_) if request_words(e.entry.signature.text) == words
                  and e.entry.prefix_hash == fp.signature.history_hash]
         if exact:
             ranked = exact[:1] + [i for i in ranked if i != exact[0]]

@@ -50,7 +50,8 @@ from smartcache.fingerprint.lexicon import concepts_of_kind, words_of_kind
 
 _TOKEN = re.compile(r"[a-z]+(?:'[a-z]+)*|\d+(?:[.,:]\d+)*|[\u3400-\u9fff]|[^\W\d_a-z\u3400-\u9fff]+")
 _CJK = re.compile(r"[\u3400-\u9fff]")
-_DROPPABLE = frozenset({"的", "吗", "呢", "吧", "啊", "呀", "嘛", "a", "an", "the"})
+# Not 吗 (a question, not a statement), nor "a" / "an" ("hepatitis a vaccine").
+_DROPPABLE = frozenset({"的", "呢", "吧", "啊", "呀", "嘛", "the"})
 # Never a typo of anything: a negator typed or dropped flips the request.
 _NEGATORS = frozenset({"不", "没", "别", "无", "非", "未", "否", "勿", "莫",
                        "no", "not", "never", "nor", "none", "dont", "doesnt", "didnt", "cant", "wont", "isnt",
@@ -59,6 +60,9 @@ _KNOWN_ZIPF = 3.3      # "teh" 3.0, "adress" 2.4, "definately" 2.9; "parma" 3.0,
 # A slip is far rarer than what was meant: "recieve" 2.75 / "receive" 4.85, "adress" 2.39 / 4.91;
 # two rare real words are not ("broil" 2.44 / "boil" 3.83).
 _SLIP_GAP = 1.5
+# ... and rare itself: a rare real word is not a slip for a common one ("statin" 2.54 / "station",
+# "cron" / "crop"), at the price of common misspellings ("recieve" 2.75) left to the verifier.
+_SLIP_ZIPF = 2.5
 
 
 @dataclass(frozen=True)
@@ -83,8 +87,15 @@ def _courtesy(kind: str = "courtesy") -> tuple[tuple[str, ...], ...]:
 
 def tokens(text: str) -> list[str]:
     """The tokens of a normalised text, apostrophes dropped ("i'm" is "im"), courtesy dropped:
-    at either end, or anywhere (its inner kind)."""
-    out = _trim(t.replace("'", "") for t in _TOKEN.findall(text.lower()))
+    a clause of courtesy alone at either end ("hi, …", "…, thanks"), or its inner kind anywhere
+    ("please", 一下, 请问). A courtesy word inside a clause may be what is asked about ("how do you
+    say thank you", "谢谢用日语怎么说"), so it stays."""
+    clauses = [c for c in _CLAUSE.split(text.lower()) if c.strip()]
+    while len(clauses) > 1 and _is_courtesy(clauses[0]):
+        clauses = clauses[1:]
+    while len(clauses) > 1 and _is_courtesy(clauses[-1]):
+        clauses = clauses[:-1]
+    out = [t.replace("'", "") for t in _TOKEN.findall(" ".join(clauses))]
     for phrase in _courtesy("courtesy_inner"):
         n, k = len(phrase), 0
         while k + n <= len(out):
@@ -93,22 +104,17 @@ def tokens(text: str) -> list[str]:
                 del out[k:k + n]
             else:
                 k += 1
-    return _trim(out)
-
-
-def _trim(seq) -> list[str]:
-    """Courtesy phrases dropped from either end, as long as one is there (not the whole turn)."""
-    out = list(seq)
-    changed = True
-    while changed and out:
-        changed = False
-        for phrase in _courtesy():
-            n = len(phrase)
-            if len(out) > n and tuple(out[:n]) == phrase:
-                out, changed = out[n:], True
-            if len(out) > n and tuple(out[-n:]) == phrase:
-                out, changed = out[:-n], True
     return out
+
+
+# Where a clause ends: not ":" ("translate to french: thank you" asks about the words after it).
+_CLAUSE = re.compile(r"[,!.;?\n]+")
+
+
+def _is_courtesy(clause: str) -> bool:
+    """Whether a clause is courtesy and nothing else ("hi", "thanks a lot", "谢谢")."""
+    words = tuple(t.replace("'", "") for t in _TOKEN.findall(clause))
+    return bool(words) and words in set(_courtesy())
 
 
 def near_exact(a: str, b: str) -> NearExact | None:
@@ -180,7 +186,9 @@ def near_repeat(request: Signature, cached: Signature) -> NearExact | None:
     for a, b in zip(mine, theirs):
         if a.role != b.role:
             return None
-        if a.digest == b.digest or a.chatter and b.chatter:
+        # Small talk of the user's changes nothing; an assistant turn must be the same, short or not
+        # ("Booked: 2 nights" after "ok" is a fact the answer rests on).
+        if a.digest == b.digest or a.role == "user" and a.chatter and b.chatter:
             continue
         if a.role != "user" or "…" in a.excerpt + b.excerpt:
             return None
@@ -205,7 +213,9 @@ def _droppable(seq: Sequence[str], k: int) -> bool:
     word = seq[k]
     if word in _DROPPABLE:
         return True
-    return (k > 0 and seq[k - 1] == word) or (k + 1 < len(seq) and seq[k + 1] == word)
+    # An English word typed twice; a Chinese character doubled is a word of its own (人人, 看看).
+    return word.isascii() and word.isalpha() and (
+        (k > 0 and seq[k - 1] == word) or (k + 1 < len(seq) and seq[k + 1] == word))
 
 
 def _typo(ta: Sequence[str], i: int, tb: Sequence[str], j: int) -> bool:
@@ -216,12 +226,12 @@ def _typo(ta: Sequence[str], i: int, tb: Sequence[str], j: int) -> bool:
         return _ime_slip(ta, i, tb, j)
     if not (x.isascii() and y.isascii() and x.isalpha() and y.isalpha()):
         return False
-    if min(len(x), len(y)) < 3 or x[0] != y[0]:
+    if min(len(x), len(y)) < 5 or x[0] != y[0]:     # short words are each other's neighbours: gan / gun
         return False
     if OSA.distance(x, y) > (1 if max(len(x), len(y)) < 7 else 2):
         return False
     zx, zy = _zipf(x), _zipf(y)
-    return min(zx, zy) < _KNOWN_ZIPF and abs(zx - zy) >= _SLIP_GAP
+    return min(zx, zy) < _SLIP_ZIPF and abs(zx - zy) >= _SLIP_GAP
 
 
 def _ime_slip(ta: Sequence[str], i: int, tb: Sequence[str], j: int) -> bool:
@@ -242,9 +252,9 @@ def _ime_slip(ta: Sequence[str], i: int, tb: Sequence[str], j: int) -> bool:
     long_a, long_b = span_a[1] - span_a[0] > 1, span_b[1] - span_b[0] > 1
     if long_a and long_b:
         return False
-    if long_a or long_b:
-        return bool(_sounds(x, fuzzy=True) & _sounds(y, fuzzy=True))
-    return bool(_sounds(x, fuzzy=False) & _sounds(y, fuzzy=False))
+    # The tone always counts (卖出 / 买出: mài / mǎi); the fuzzy initials and finals only where a
+    # dictionary word breaks on one side.
+    return bool(_sounds(x, fuzzy=long_a or long_b) & _sounds(y, fuzzy=long_a or long_b))
 
 
 _PRONOUNS = frozenset("他她它你妳您")
@@ -255,15 +265,15 @@ _FUZZY = ((re.compile(r"(?<=[aei])ng$|(?<=i)ng$"), "n"), (re.compile(r"^([zcs])h
 
 @functools.lru_cache(maxsize=8192)
 def _sounds(char: str, *, fuzzy: bool) -> frozenset[str]:
-    """Every reading of a character: toneless and fuzzy, or with its tone."""
+    """Every reading of a character with its tone ("mai3"), the syllable made fuzzy if asked."""
     from pypinyin import Style, pinyin
-    if not fuzzy:
-        return frozenset(pinyin(char, style=Style.TONE3, heteronym=True, neutral_tone_with_five=True)[0])
     out = set()
-    for reading in pinyin(char, style=Style.NORMAL, heteronym=True)[0]:
-        for pattern, repl in _FUZZY:
-            reading = pattern.sub(repl, reading)
-        out.add(reading)
+    for reading in pinyin(char, style=Style.TONE3, heteronym=True, neutral_tone_with_five=True)[0]:
+        syllable, tone = reading[:-1], reading[-1:]
+        if fuzzy:
+            for pattern, repl in _FUZZY:
+                syllable = pattern.sub(repl, syllable)
+        out.add(syllable + tone)
     return frozenset(out)
 
 

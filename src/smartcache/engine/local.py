@@ -116,7 +116,10 @@ class ChatTokenizer:
     def truncate_text(self, text: str, tokens: int) -> str:
         """The first ``tokens`` tokens of ``text``, decoded: a cached answer cut to a request's limit."""
         ids = self._encode(text)
-        return text if len(ids) <= tokens else self.tokenizer.decode(list(ids[:tokens]), skip_special_tokens=True)
+        if len(ids) <= tokens:
+            return text
+        # A byte-level token can end inside a character: no half of one (U+FFFD) at the cut.
+        return self.tokenizer.decode(list(ids[:tokens]), skip_special_tokens=True).rstrip("\ufffd")
 
 
 class LocalEngine:
