@@ -81,6 +81,10 @@ def test_courtesy_goes_at_the_ends_and_inner_courtesy_anywhere():
     assert tokens("hi, please reset my password, thanks") == ["reset", "my", "password"]
     assert tokens("请问帮我查一下快递") == list("帮我查快递")
     assert tokens("一下子就好了") == list("一下子就好了")        # 一下子 is "all at once"
+    # Overlapping phrases go longest first from the left, whatever order the lexicon's set has
+    # (it once depended on the hash seed): not "please tell me", leaving "could you" behind.
+    assert tokens("could you please tell me how to reset my password") == tokens("how to reset my password")
+    assert tokens("我想问一下请问怎么退款") == list("怎么退款")
 
 
 def test_a_misspelt_turn_is_corrected_for_the_search_only():

@@ -82,7 +82,7 @@ class NearExact:
 def _courtesy(kind: str = "courtesy") -> tuple[tuple[str, ...], ...]:
     """Courtesy phrases as token sequences, longest first (so "thank you" goes before "thank")."""
     phrases = {tuple(t.replace("'", "") for t in _TOKEN.findall(w.lower())) for w in words_of_kind(kind)}
-    return tuple(sorted((p for p in phrases if p), key=len, reverse=True))
+    return tuple(sorted((p for p in phrases if p), key=lambda p: (-len(p), p)))
 
 
 def tokens(text: str) -> list[str]:
@@ -96,14 +96,18 @@ def tokens(text: str) -> list[str]:
     while len(clauses) > 1 and _is_courtesy(clauses[-1]):
         clauses = clauses[:-1]
     out = [t.replace("'", "") for t in _TOKEN.findall(" ".join(clauses))]
-    for phrase in _courtesy("courtesy_inner"):
-        n, k = len(phrase), 0
-        while k + n <= len(out):
+    # Left to right, the longest phrase at each place first: "could you please tell me" loses
+    # "could you please" and then "tell me", never "please tell me" leaving "could you" behind.
+    k = 0
+    while k < len(out):
+        for phrase in _courtesy("courtesy_inner"):
+            n = len(phrase)
             # Not a span of a longer word: 一下子 (all at once) keeps its 一下.
             if tuple(out[k:k + n]) == phrase and not (k + n < len(out) and out[k + n] == "子"):
                 del out[k:k + n]
-            else:
-                k += 1
+                break
+        else:
+            k += 1
     return out
 
 
