@@ -168,6 +168,58 @@ def test_a_store_behind_the_trimmed_log_reloads_everything(pair, monkeypatch):
     assert b.get(gone.cache_id) is None
 
 
+class _InsertAfterCount:
+    """A connection that lets another store insert a row just after the open counted the rows:
+    the race two workers starting at once met."""
+
+    def __init__(self, db, writer, row) -> None:
+        self._db, self._writer, self._row = db, writer, row
+
+    def execute(self, sql, *args):
+        cursor = self._db.execute(sql, *args)
+        if sql.startswith("SELECT count(*) FROM entries") and self._row is not None:
+            row, self._row = self._row, None
+            cursor = _Prefetched(cursor.fetchall())
+            self._writer.put(row)
+        return cursor
+
+    def __getattr__(self, name):
+        return getattr(self._db, name)
+
+
+class _Prefetched:
+    def __init__(self, rows) -> None:
+        self._rows = rows
+
+    def fetchone(self):
+        return self._rows[0]
+
+
+def test_a_store_opening_while_another_writes_reads_one_snapshot(tmp_path, monkeypatch):
+    rng = np.random.default_rng(12)
+    path = tmp_path / "c.db"
+    writer = SqliteStore(path, DIM)
+    for vector in unit(rng, 3):
+        writer.put(entry(vector))
+    late = entry(unit(rng)[0])
+    load_rows = SqliteStore._load_rows
+
+    def racing(self):
+        real, self._db = self._db, _InsertAfterCount(self._db, writer, late)
+        try:
+            load_rows(self)
+        finally:
+            self._db = real
+
+    monkeypatch.setattr(SqliteStore, "_load_rows", racing)
+    opened = SqliteStore(path, DIM)
+    monkeypatch.setattr(SqliteStore, "_load_rows", load_rows)
+    # The open read the three rows of its snapshot, and the late one follows from the log.
+    assert len(opened) == 4 and opened.get(late.cache_id) is not None
+    opened.close()
+    writer.close()
+
+
 def _writer(path: str, n: int, seed: int) -> None:
     store = SqliteStore(path, DIM)
     for vector in unit(np.random.default_rng(seed), n):

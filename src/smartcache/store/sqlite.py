@@ -164,7 +164,20 @@ class SqliteStore(Store):
         self._db.executescript(_INDEXES)
 
     def _load(self) -> None:
-        """Every row at once: no JSON decoded in Python, turn vectors copied in batches, no put()."""
+        """Every row at once: no JSON decoded in Python, turn vectors copied in batches, no put().
+        One read transaction for the count and the rows: another process's insert between them
+        would leave more rows than room for their vectors."""
+        if self._db.in_transaction:         # following the log (``_follow``): its snapshot already
+            self._load_rows()
+            return
+        self._db.execute("BEGIN")
+        try:
+            self._load_rows()
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.execute("COMMIT")
+
+    def _load_rows(self) -> None:
         count = self._db.execute("SELECT count(*) FROM entries").fetchone()[0]
         turns = np.empty((count, self.dim), np.float32)
         entries: list[Entry] = []
