@@ -20,6 +20,20 @@ def test_pending_is_never_served_until_the_window_passes(cache, clock):
     assert decision.zone is Zone.HIT and decision.entry.cache_id == result.cache_id
 
 
+def test_the_timer_wakes_when_an_own_write_falls_due(cache, clock):
+    """Another worker's lookup cannot promote this process's write, so its timer must not sleep
+    past the write's window (it would serve up to an interval late)."""
+    window = cache.config.lifecycle.promotion_window_s
+    interval = min(1.0, max(window / 2, 0.05))
+    assert cache.next_tick_in() == interval
+    cache.store(ASK, ANSWER, session="s1")
+    clock.advance(window - 0.01)
+    assert cache.next_tick_in() == pytest.approx(0.01)
+    clock.advance(0.01)
+    assert cache.next_tick_in() == 0.0 and cache.tick() == 1
+    assert cache.next_tick_in() == interval
+
+
 def test_promotion_window_default_is_short(cache):
     assert cache.config.lifecycle.promotion_window_s <= 30
 

@@ -643,6 +643,10 @@ class SmartCache:
         """Promote every pending entry whose window has passed; returns how many."""
         return self.lifecycle.tick()
 
+    def next_tick_in(self) -> float:
+        """Seconds until ``tick`` has something to do on time (a timer's sleep)."""
+        return self.lifecycle.next_tick_in()
+
     # -- version keys -------------------------------------------------------------------
 
     # A generation counter per tenant and model (and one per whole tenant) lives in the

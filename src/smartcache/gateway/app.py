@@ -42,7 +42,8 @@ async def _promote_on_time(service: ChatService) -> None:
     each publishes its per-process counts for the summed /metrics."""
     cache = service.cache
     while True:
-        await asyncio.sleep(min(1.0, max(cache.config.lifecycle.promotion_window_s / 2, 0.05)))
+        # Woken when this worker's own write falls due: another worker's lookup cannot promote it.
+        await asyncio.sleep(max(cache.next_tick_in(), 0.01))
         try:
             await asyncio.to_thread(cache.tick)     # a store call: off the event loop
         except SmartCacheError as exc:

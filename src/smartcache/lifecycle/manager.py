@@ -113,6 +113,16 @@ class Lifecycle:
             due = now - self._last_tick >= interval or bool(self._due_hints and self._due_hints[0] <= now)
         return self.tick() if due else 0
 
+    def next_tick_in(self) -> float:
+        """Seconds until a timer should tick: the throttle interval, or sooner when one of this
+        process's own writes falls due. Another worker's lookup cannot see that write's hint, so
+        the writer's timer promotes it on time rather than up to an interval late."""
+        now = self.clock()
+        interval = min(1.0, max(self.config.promotion_window_s / 2, 0.05))
+        with self._lock:
+            due = self._due_hints[0] - now if self._due_hints else interval
+        return min(interval, max(due, 0.0))
+
     def promote(self, cache_id: str, *, to_global: bool = False, _tries: int = 5) -> Entry:
         """Make an entry servable now; ``to_global`` also moves it into the tenant's global pool."""
         entry = self._require(cache_id)
