@@ -1,6 +1,8 @@
 """An answer cut by max_tokens (issue 29, item 6) is still an answer to that request: stored
 with its limit, served to a request for as many tokens or fewer (cut again to that limit,
-finish_reason "length"), never to one that asks for more."""
+finish_reason "length"), never to one that asks for more. Stop strings likewise: an answer
+that may have ended at one serves only requests that stop there too, and a request's own
+stop strings and limit cut a whole answer as the engine would."""
 
 from __future__ import annotations
 
@@ -15,10 +17,12 @@ from conftest import MODEL, U
 ASK = [U("Explain how the tides work")]
 
 
-def ask(client, *, max_tokens=None, stream=False, session="s1"):
+def ask(client, *, max_tokens=None, stream=False, session="s1", stop=None):
     body = {"model": MODEL, "messages": ASK, "stream": stream}
     if max_tokens is not None:
         body["max_tokens"] = max_tokens
+    if stop is not None:
+        body["stop"] = stop
     return client.post("/v1/chat/completions", json=body, headers={"x-session-id": session})
 
 
@@ -83,6 +87,48 @@ def test_the_server_default_limit_is_the_request_limit(gateway):
         assert ask(client, max_tokens=50).headers["x-smartcache-status"] == "miss"
 
 
+LINES = "First, the moon pulls the sea.\nThen the earth turns under the bulge.\nSo each coast sees two tides a day."
+
+
+def answered_with(client, text):
+    client.app.state.service.engine.answer = text
+
+
+def test_an_answer_that_stopped_at_a_stop_string_serves_only_requests_that_stop_there(client):
+    answered_with(client, LINES)
+    first = ask(client, stop=["\n"])
+    assert first.json()["choices"][0]["message"]["content"] == "First, the moon pulls the sea."
+    [entry] = stored(client)
+    assert entry.stop == ("\n",)
+    # Without the stop the engine would go on: the first line alone would be a cut answer.
+    whole = ask(client)
+    assert whole.headers["x-smartcache-status"] == "miss" and "stop_differs" in whole.headers["x-smartcache-reason"]
+    assert whole.json()["choices"][0]["message"]["content"] == LINES
+    same = ask(client, stop=["\n"])
+    assert same.headers["x-smartcache-status"] == "hit"
+    assert same.json()["choices"][0]["message"]["content"] == "First, the moon pulls the sea."
+    more = ask(client, stop=["\n", "moon"])      # stops at each of the answer's stops, and earlier
+    assert more.headers["x-smartcache-status"] == "hit"
+    assert more.json()["choices"][0]["message"]["content"] == "First, the "
+
+
+def test_a_whole_answer_is_cut_at_a_request_s_stop_and_limit_as_the_engine_cuts_it(client):
+    answered_with(client, LINES)
+    ask(client)
+    [entry] = stored(client)
+    assert entry.stop == () and entry.cut_at == 0 and entry.answer_tokens > 5
+    engine = client.app.state.service.engine
+    for kw in ({"stop": ["\n"]}, {"stop": ["earth", "\n"]}, {"max_tokens": 5}, {"stop": ["So each"], "max_tokens": 5}):
+        calls = engine.calls
+        served = ask(client, **kw)
+        assert served.headers["x-smartcache-status"] == "hit" and engine.calls == calls, kw
+        answered = ask(client, session="fresh-" + str(kw), **kw)     # what the engine itself gives
+        assert answered.headers["x-smartcache-status"] == "miss"
+        assert served.json()["choices"][0]["message"] == answered.json()["choices"][0]["message"], kw
+        assert served.json()["choices"][0]["finish_reason"] == answered.json()["choices"][0]["finish_reason"], kw
+        assert served.json()["usage"]["completion_tokens"] == answered.json()["usage"]["completion_tokens"], kw
+
+
 def test_the_library_checks_the_limit(cache):
     with pytest.raises(InvalidRequest):
         cache.store(ASK, "an answer", session="s1", cut_at=-1)
@@ -90,16 +136,23 @@ def test_the_library_checks_the_limit(cache):
         cache.store(ASK, "an answer", session="s1", cut_at="3")      # type: ignore[arg-type]
     result = cache.store(ASK, "an answer", session="s1", cut_at=64)
     assert cache.get(result.cache_id).cut_at == 64
+    for bad in ({"stop": "\n"}, {"stop": [""]}, {"stop": [3]}, {"stop": 3}, {"answer_tokens": -1},
+                {"answer_tokens": True}):
+        with pytest.raises(InvalidRequest):
+            cache.store(ASK, "an answer", session="s1", **bad)
+    result = cache.store(ASK, "an answer", session="s1", stop=["\n", "。", "\n"], answer_tokens=3)
+    assert cache.get(result.cache_id).stop == ("\n", "。") and cache.get(result.cache_id).answer_tokens == 3
 
 
 def test_a_cut_answer_survives_a_restart_on_the_same_file(encoder, clock, tmp_path):
     from smartcache import SmartCache, load_config
     config = load_config(store={"backend": "sqlite", "path": str(tmp_path / "c.db")})
     first = SmartCache(config, encoder=encoder, clock=clock)
-    result = first.store(ASK, "an answer", session="s1", cut_at=64)
+    result = first.store(ASK, "an answer", session="s1", cut_at=64, stop=["\n"], answer_tokens=3)
     first.backend.inner.close()
     second = SmartCache(config, encoder=encoder, clock=clock)
-    assert second.get(result.cache_id).cut_at == 64
+    entry = second.get(result.cache_id)
+    assert (entry.cut_at, entry.stop, entry.answer_tokens) == (64, ("\n",), 3)
 
 
 def test_the_readme_first_session_on_the_bundled_engine_is_a_hit(real_gateway):

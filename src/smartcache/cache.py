@@ -31,7 +31,7 @@ import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from smartcache.config import CacheConfig, load_config
 from smartcache.context import build_view, parse_messages, read_key
@@ -317,7 +317,8 @@ class SmartCache:
 
     def store(self, messages: Lookup | CacheRequest | Any, answer: str, *, session: str | None = None,
               tenant: str | None = None, versions: Mapping[str, object] | None = None, scope: str = "session",
-              ttl: float | None = None, prompt_tokens: int = 0, cut_at: int = 0) -> StoreResult:
+              ttl: float | None = None, prompt_tokens: int = 0, cut_at: int = 0, stop: Sequence[str] = (),
+              answer_tokens: int = 0) -> StoreResult:
         """Write the answer given to a request as a PENDING entry (not servable until promoted).
 
         ``messages`` are the request's messages, with its session, tenant and versions given
@@ -327,7 +328,10 @@ class SmartCache:
         answers, tool calls, a correction without the history it corrects. ``cut_at``: the
         answer stopped at this ``max_tokens`` (the engine's finish_reason "length"); such an
         answer is served only to a request that asks for as many tokens or fewer (the gateway
-        cuts it to the request's limit), 0 for a complete one.
+        cuts it to the request's limit), 0 for a complete one. ``stop``: the stop strings the
+        request set, when the answer may have ended at one (finish_reason "stop"); such an
+        answer serves only requests that stop at each of them. ``answer_tokens``: the engine's
+        count of the answer's tokens (0: unknown), so a request for fewer is not served it whole.
         """
         if not isinstance(answer, str):
             raise InvalidRequest("answer must be a string")
@@ -350,6 +354,10 @@ class SmartCache:
             raise InvalidRequest("prompt_tokens must be a non-negative integer")
         if isinstance(cut_at, bool) or not isinstance(cut_at, int) or cut_at < 0:
             raise InvalidRequest("cut_at must be a non-negative integer (0: a complete answer)")
+        if isinstance(answer_tokens, bool) or not isinstance(answer_tokens, int) or answer_tokens < 0:
+            raise InvalidRequest("answer_tokens must be a non-negative integer (0: unknown)")
+        if not isinstance(stop, (list, tuple)) or not all(isinstance(x, str) and x for x in stop):
+            raise InvalidRequest("stop must be a list of non-empty strings")
         request = self._request_of(messages, session=session, tenant=tenant, versions=versions)
         if isinstance(messages, Lookup) and messages.zone is not Zone.HIT:
             self.learn(messages, answer)    # the engine answered a request the cache had a candidate for
@@ -360,7 +368,8 @@ class SmartCache:
             self._count("store_refusals")
             return StoreResult(False, None, None, refusal)
         try:
-            entry = replace(self._entry(request, answer, scope_value, ttl, prompt_tokens), cut_at=cut_at)
+            entry = replace(self._entry(request, answer, scope_value, ttl, prompt_tokens), cut_at=cut_at,
+                            stop=tuple(sorted(set(stop))), answer_tokens=answer_tokens)
             self.lifecycle.admit(entry)
         except StoreError as exc:
             log.error("smartcache store failed during write, answer not cached: %s", exc)

@@ -129,11 +129,12 @@ class ChatService:
             self.feedback.on_correction(controls)
         if decision.zone is not Zone.HIT or decision.entry is None:
             return None
+        stops = self._engine_request(turn).params.stop
         fitted = self._fitted(turn, decision.entry)
         if fitted is None:
             # The cached answer was cut shorter than this request may run: the engine answers.
             turn.status = "miss"
-            turn.reasons.append("cut_short")
+            turn.reasons.append("stop_differs" if not set(decision.entry.stop) <= set(stops) else "cut_short")
             return None
         answer, finish = fitted
         now = time.time()
@@ -179,19 +180,41 @@ class ChatService:
     # -- hits ---------------------------------------------------------------------------
 
     def _fitted(self, turn: Turn, entry: Entry) -> tuple[str, str] | None:
-        """The answer a hit serves and its finish_reason, or None when the entry cannot serve
-        this request: an answer cut at ``max_tokens`` (finish_reason "length") serves a request
-        for as many tokens (as it is) or fewer (cut again to that limit, where the engine can
-        count its tokens), never one for more."""
-        if not entry.cut_at:
-            return entry.answer.text, "stop"
-        limit = self._engine_request(turn).params.max_tokens
-        if limit == entry.cut_at:
-            return entry.answer.text, "length"
-        cut = getattr(self.engine, "truncate_text", None)
-        if limit > entry.cut_at or cut is None:
+        """The answer a hit serves and its finish_reason, cut where the engine would have cut it
+        for this request, or None when the entry cannot serve it:
+
+        - an answer generated under stop strings may have ended where one began: it serves only
+          a request that stops at each of them (one that runs past would get a cut answer;
+          ``stop_differs``);
+        - this request's own stop strings cut the answer at the first of them, as the engine does;
+        - an answer cut at ``max_tokens`` (finish_reason "length") serves a request for as many
+          tokens (as it is) or fewer, never one for more;
+        - a whole answer longer than this request's ``max_tokens`` is cut to it, where the engine
+          can count its tokens; else it is served only when its stored count fits."""
+        params = self._engine_request(turn).params
+        if entry.stop and not set(entry.stop) <= set(params.stop):
             return None
-        return cut(entry.answer.text, limit), "length"
+        text, finish = entry.answer.text, "length" if entry.cut_at else "stop"
+        found = [at for at in (text.find(s) for s in params.stop) if at >= 0]
+        if found:
+            text, finish = text[:min(found)], "stop"
+        limit = params.max_tokens
+        cut = getattr(self.engine, "truncate_text", None)
+        if finish == "length":
+            if limit == entry.cut_at:
+                return text, "length"
+            if limit > entry.cut_at or cut is None:
+                return None
+            return cut(text, limit), "length"
+        if entry.answer_tokens and entry.answer_tokens <= limit:
+            return text, finish         # it fits whole (the usual case): nothing to count
+        if cut is None:
+            # No tokenizer: only an explicit limit below the engine's own count holds it back.
+            explicit = turn.req.max_completion_tokens or turn.req.max_tokens
+            fits = not (explicit and entry.answer_tokens and entry.answer_tokens > explicit and not found)
+            return (text, finish) if fits else None
+        shorter = cut(text, limit)
+        return (text, finish) if shorter == text else (shorter, "length")
 
     def _serve_hit(self, turn: Turn, served: _Served) -> Outcome:
         d = turn.decision
@@ -320,9 +343,14 @@ class ChatService:
                 request = turn.decision if turn.decision is not None else self.cache.prepare(
                     turn.messages, session=controls.session, tenant=controls.tenant, versions=turn.versions)
                 # An answer cut by max_tokens is an answer to that request at that limit.
-                cut_at = self._engine_request(turn).params.max_tokens if final.finish_reason == "length" else 0
+                params = self._engine_request(turn).params
+                cut_at = params.max_tokens if final.finish_reason == "length" else 0
+                # An answer that stopped may have stopped at one of the request's stop strings;
+                # one cut by the limit holds none of them (it would have stopped there).
+                stop = params.stop if final.finish_reason == "stop" else ()
                 result = self.cache.store(request, answer, ttl=controls.ttl, prompt_tokens=final.usage.prompt_tokens,
-                                          cut_at=cut_at)
+                                          cut_at=cut_at, stop=list(stop),
+                                          answer_tokens=max(final.usage.completion_tokens, 0))
             except InvalidRequest:
                 result = None
             if result is not None and result.stored:

@@ -109,6 +109,8 @@ class Entry:
     prompt_tokens: int = 0        # what a hit saves, reported in usage
     request_key: str = ""         # context.read_key's digest: the exact path finds the entry by it
     cut_at: int = 0               # the answer stopped at this max_tokens (finish_reason "length"); 0: complete
+    stop: tuple[str, ...] = ()    # the stop strings it was generated under: it may end where one began
+    answer_tokens: int = 0        # the engine's count of the answer's tokens; 0: unknown
 
     def with_changes(self, **changes: object) -> "Entry":
         return replace(self, **changes)

@@ -43,6 +43,7 @@ def entry_fields(entry: Entry) -> dict[str, Any]:
         "created_at": entry.created_at, "expires_at": _finite(entry.expires_at), "domain": entry.domain,
         "hit_count": entry.hit_count, "feedback_score": entry.feedback_score, "last_hit_at": entry.last_hit_at,
         "prompt_tokens": entry.prompt_tokens, "request_key": entry.request_key, "cut_at": entry.cut_at,
+        "stop": list(entry.stop), "answer_tokens": entry.answer_tokens,
     }
 
 
@@ -79,8 +80,17 @@ def entry_from(fields: dict[str, Any], turn: bytes, context: bytes | None, dim: 
         domain=fields.get("domain", "general"), hit_count=int(fields.get("hit_count", 0)),
         feedback_score=float(fields.get("feedback_score", 1.0)), last_hit_at=float(fields.get("last_hit_at", 0.0)),
         prompt_tokens=int(fields.get("prompt_tokens", 0)), request_key=str(fields.get("request_key") or ""),
-        cut_at=int(fields.get("cut_at") or 0),
+        cut_at=int(fields.get("cut_at") or 0), stop=_stops(fields.get("stop")),
+        answer_tokens=int(fields.get("answer_tokens") or 0),
     )
+
+
+def _stops(value: Any) -> tuple[str, ...]:
+    """The stop strings as stored: a JSON list (a string when SQLite's json_extract read it), or
+    nothing in rows written before they were kept."""
+    if isinstance(value, str):
+        value = json.loads(value)
+    return tuple(str(s) for s in value or ())
 
 
 def dumps(fields: dict[str, Any]) -> str:
@@ -93,7 +103,7 @@ def dumps(fields: dict[str, Any]) -> str:
 # json_extract with several paths parses the text once and returns them as one array).
 EAGER_PATHS = ("$.scope", "$.version_key", "$.conversation_hash", "$.prefix_hash", "$.domain", "$.hit_count",
                "$.feedback_score", "$.last_hit_at", "$.prompt_tokens", "$.created_at", "$.request_key",
-               "$.cut_at")
+               "$.cut_at", "$.stop", "$.answer_tokens")
 _LAZY = ("context_fingerprint", "signature", "answer", "context_vector")
 _SCOPES = {s.value: s for s in Scope}
 _STATES = {s.value: s for s in EntryState}
@@ -171,8 +181,8 @@ def lazy_entry(cache_id: str, tenant: str, session_id: str, state: str, expires_
                turn_vector: np.ndarray, fetch: Fetch, strings: dict[str, str]) -> LazyEntry:
     """An entry from a row's columns and its ``EAGER_PATHS`` array; ``strings`` shares equal
     tenant, session, version and domain strings between rows (one object each, not a million)."""
-    scope, version, conversation, prefix, domain, hits, feedback, last_hit, tokens, created, request, cut = \
-        json.loads(eager)
+    (scope, version, conversation, prefix, domain, hits, feedback, last_hit, tokens, created, request, cut,
+     stop, answer_tokens) = json.loads(eager)
     entry = object.__new__(LazyEntry)
     for name, value in (("cache_id", cache_id), ("scope", _SCOPES[scope]),
                         ("tenant", strings.setdefault(tenant, sys.intern(tenant))),
@@ -186,6 +196,7 @@ def lazy_entry(cache_id: str, tenant: str, session_id: str, state: str, expires_
                         ("feedback_score", 1.0 if feedback is None else float(feedback)),
                         ("last_hit_at", float(last_hit or 0.0)), ("prompt_tokens", int(tokens or 0)),
                         ("created_at", float(created)), ("request_key", request or ""), ("cut_at", int(cut or 0)),
+                        ("stop", _stops(stop) if stop else ()), ("answer_tokens", int(answer_tokens or 0)),
                         ("_fetch", fetch)):
         _set(entry, name, value)
     return entry
