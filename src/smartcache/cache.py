@@ -664,12 +664,18 @@ class SmartCache:
     def _generation_name(tenant: str, model: str | None) -> str:
         return f"{tenant}\x00{model or '*'}"
 
-    def versions(self, tenant: str, model: str, kb: str = "", *, tokenizer: str = "") -> dict[str, str]:
+    def versions(self, tenant: str, model: str, kb: str = "", *, tokenizer: str = "",
+                 output: str = "") -> dict[str, str]:
         """The version mapping of a request to ``model`` (pass it to ``lookup`` / ``store``): the
-        knowledge-base version carries the bump generations of the tenant and of the model."""
+        knowledge-base version carries the bump generations of the tenant and of the model.
+        ``output``: what shapes the answer beyond the messages (a response format, a grammar), so
+        an answer is served only to requests that asked for the same shape."""
         generation = (self.backend.generation(self._generation_name(tenant, model))
                       + self.backend.generation(self._generation_name(tenant, None)))
-        return {"model": model, "tokenizer": tokenizer, "kb": f"{kb}#{generation}" if generation else kb}
+        versions = {"model": model, "tokenizer": tokenizer, "kb": f"{kb}#{generation}" if generation else kb}
+        if output:
+            versions["output"] = output
+        return versions
 
     def bump_version(self, tenant: str, model: str | None = None) -> int:
         """Change the version key of the tenant (of one model, when given): its earlier entries

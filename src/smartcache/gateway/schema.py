@@ -5,6 +5,8 @@ Unknown fields are kept (``extra="allow"``) so an upstream gets them unchanged.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -12,6 +14,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from smartcache.errors import InvalidRequest
 
 ROLES = {"system", "developer", "user", "assistant", "tool", "function"}
+
+# Request fields that shape the answer beyond the messages, so an answer given under them is an
+# answer only to requests that ask the same: OpenAI's response_format, logit_bias, reasoning
+# effort and verbosity; vLLM's guided decoding and structured outputs; llama.cpp's grammar and
+# JSON schema.
+OUTPUT_FIELDS = ("response_format", "logit_bias", "reasoning_effort", "verbosity", "guided_json", "guided_regex",
+                 "guided_choice", "guided_grammar", "structured_outputs", "grammar", "json_schema")
 
 
 class StreamOptions(BaseModel):
@@ -63,6 +72,30 @@ class ChatCompletionRequest(BaseModel):
         """The fields an upstream receives besides model, messages and stream, as the client sent them."""
         return self.model_dump(exclude={"model", "messages", "stream", "stream_options", "metadata"},
                                exclude_unset=True)
+
+    def output_shape(self) -> str:
+        """A digest of the fields that shape the answer (``OUTPUT_FIELDS``), "" when none does:
+        a plain-text answer must never reach a request for JSON, nor one schema's for another's."""
+        extra = self.model_extra or {}
+        shape = {name: extra[name] for name in OUTPUT_FIELDS if extra.get(name) not in (None, "", {}, [])}
+        if shape.get("response_format") == {"type": "text"}:      # the default, said aloud
+            del shape["response_format"]
+        if not shape:
+            return ""
+        return hashlib.sha256(json.dumps(shape, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+    @property
+    def wants_logprobs(self) -> bool:
+        """A cached answer has no token log-probabilities to give."""
+        extra = self.model_extra or {}
+        return bool(extra.get("logprobs")) or extra.get("top_logprobs") is not None
+
+    @property
+    def wants_audio(self) -> bool:
+        """A cached answer is text; audio output goes to the engine."""
+        extra = self.model_extra or {}
+        modalities = extra.get("modalities")
+        return extra.get("audio") is not None or isinstance(modalities, list) and "audio" in modalities
 
     @property
     def uses_tools(self) -> bool:

@@ -86,9 +86,11 @@ class ChatService:
         """What the admin API shows: this process's figures, or every worker's added up."""
         return self.telemetry if self.shared_telemetry is None else self.shared_telemetry.view()
 
-    def versions(self, model: str, controls: RequestControls) -> dict[str, str]:
-        """The version mapping of a request (a store call: the bump generations)."""
-        return self.cache.versions(controls.tenant, model, controls.kb_version, tokenizer=self.engine.tokenizer_id)
+    def versions(self, model: str, controls: RequestControls, output: str = "") -> dict[str, str]:
+        """The version mapping of a request (a store call: the bump generations); ``output``, the
+        digest of what shapes its answer (``ChatCompletionRequest.output_shape``)."""
+        return self.cache.versions(controls.tenant, model, controls.kb_version, tokenizer=self.engine.tokenizer_id,
+                                   output=output)
 
     # -- the chat path ------------------------------------------------------------------
 
@@ -147,7 +149,7 @@ class ChatService:
         bypass reason (or None) and whether the request is a regenerate."""
         req, controls = turn.req, turn.controls
         try:
-            turn.versions = self.versions(req.model, controls)
+            turn.versions = self.versions(req.model, controls, req.output_shape())
         except SmartCacheError as exc:
             # Without the version generation a stale answer could pass: no lookup, no write.
             log.warning("smartcache: store unavailable, passing the request through: %s", exc)
@@ -171,6 +173,10 @@ class ChatService:
             return Bypass.CACHE_DISABLED
         if req.uses_tools:
             return Bypass.TOOLS
+        if req.wants_logprobs:
+            return Bypass.LOGPROBS
+        if req.wants_audio:
+            return Bypass.AUDIO
         if req.messages[-1].get("role") != "user":
             return Bypass.LAST_TURN_NOT_USER
         if controls.no_cache:

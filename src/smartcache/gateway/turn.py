@@ -28,6 +28,8 @@ class Bypass(enum.StrEnum):
     LAST_TURN_NOT_USER = "last_turn_not_user"
     NO_CACHE = "no-cache"                    # the client asked; its answer may still be stored
     STORE_UNAVAILABLE = "store_unavailable"  # without the version generation a stale answer could pass
+    LOGPROBS = "logprobs"                    # a cached answer has no token log-probabilities
+    AUDIO = "audio"                          # a cached answer is text only
 
 
 @dataclass

@@ -51,13 +51,14 @@ class VersionKey:
     tokenizer: str = ""
     system_prompt: str = ""     # sha256 of the masked, normalised system prompt
     knowledge_base: str = ""
+    output: str = ""            # what shapes the answer beyond the messages (a JSON schema, a grammar)
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, object] | None, *, system_prompt: str) -> "VersionKey":
         if data is not None and not isinstance(data, Mapping):     # dict() of a list or str raises TypeError
             raise InvalidRequest("versions must be a mapping of field to string")
         data = dict(data or {})
-        unknown = set(data) - {"model", "tokenizer", "system_prompt", "knowledge_base", "kb"}
+        unknown = set(data) - {"model", "tokenizer", "system_prompt", "knowledge_base", "kb", "output"}
         if unknown:
             raise InvalidRequest(f"unknown version fields: {sorted(map(str, unknown))[:8]}")
         for key, value in data.items():
@@ -70,10 +71,14 @@ class VersionKey:
             # An explicit system-prompt version wins over the hash of the prompt text.
             system_prompt=str(data.get("system_prompt", system_prompt)),
             knowledge_base=str(data.get("knowledge_base", data.get("kb", ""))),
+            output=str(data.get("output", "")),
         )
 
     def digest(self) -> VersionKeyHash:
-        payload = json.dumps([self.model, self.tokenizer, self.system_prompt, self.knowledge_base])
+        parts = [self.model, self.tokenizer, self.system_prompt, self.knowledge_base]
+        if self.output:     # only then: the keys of entries written before it stay as they were
+            parts.append(self.output)
+        payload = json.dumps(parts)
         return VersionKeyHash(hashlib.sha256(payload.encode()).hexdigest())
 
 
