@@ -21,6 +21,8 @@ SAME = [
     ("Could you please recommend a sci-fi novel?", "recommend a sci-fi novel"),
     ("I'm stuck on level 3, any tips?", "Im stuck on level 3, any tips?"),
     ("How do I set up an e-mail filter?", "How do I set up an email filter?"),
+    ("Do I need a visa for Peru?", "Do I need a vissa for Peru?"),     # a letter typed twice, a short word
+    ("How do I reset my router?", "Sorry to bother you, but how do I reset my router?"),
     # Chinese: IME slips of one sound, courtesy, punctuation and width
     ("怎么把照片备份到电脑", "怎么把照片备分到电脑"),
     ("周末去苏州玩两天怎么安排", "请问周末去苏州玩两天怎么安排？谢谢"),
@@ -28,6 +30,13 @@ SAME = [
     ("怎样才能睡得更好", "怎样才能睡的更好"),
     ("帮我查一下明早的航班", "帮我查明早的航班"),
     ("这个软件怎么更新版本", "这个软件怎么跟新版本"),
+    # a character of another tone where a word breaks (the IME lists every tone together), a
+    # character typed twice where the two make no word, a courtesy clause with its particles
+    ("这次的会议推迟到几点", "这此的会议推迟到几点"),
+    ("周末去哪里玩", "周末去哪离玩"),
+    ("手机屏幕碎了怎么办", "手机屏幕幕碎了怎么办"),
+    ("麻烦问一下，地铁几点停运", "地铁几点停运"),
+    ("怎么把微信聊天记录导到新手机，谢谢你啦", "怎么把微信聊天记录导到新手机"),
 ]
 
 DIFFERENT = [
@@ -55,8 +64,16 @@ DIFFERENT = [
     ("你要去吗", "你要去"),
     ("人人都要交税吗", "人都要交税吗"),
     ("how does a gan work", "how does a gun work"),
+    ("best diner near the station", "best dinner near the station"),   # a letter twice, two words
     ("what is a statin", "what is a station"),
     ("股票怎么卖出", "股票怎么买出"),
+    # the lexicon's opposite characters, a doubled numeral or a doubled word, a lone character
+    # of another tone
+    ("股价怎么涨了", "股价怎么跌了"),
+    ("三三两两地走", "三两两地走"),
+    ("天天跑步有好处吗", "天跑步有好处吗"),
+    ("怎么买", "怎么卖"),
+    ("麻烦用英语怎么说", "用英语怎么说"),
 ]
 
 

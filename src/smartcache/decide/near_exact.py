@@ -10,18 +10,20 @@ The two texts are cut into tokens (English words, digit groups, single CJK
 characters), courtesy is dropped at either end (lexicon kind ``courtesy``) or anywhere
 (``courtesy_inner``), and the token sequences are aligned (rapidfuzz). Every difference must then be one of:
 
-- a typo of one word for another: English, both words start alike, are within one
-  edit (two from seven letters; a swap of neighbours is one, OSA distance), and one is a
-  slip for the other: not both known words (zipf frequency >= 3.3 in ``wordfreq``'s
-  English list) and at least 1.5 zipf apart ("recieve" 2.75 / "receive" 4.85; "broil"
-  2.44 / "boil" 3.83 are two words; "form" / "from" too);
+- a typo of one word for another: English, both words start alike, have five letters or
+  more (four for a letter typed twice: "vissa"), are within one edit (two from seven
+  letters; a swap of neighbours is one, OSA distance), and one is a slip for the other:
+  the rarer under zipf 2.5 in ``wordfreq``'s English list and at least 1.5 zipf apart
+  ("recieve" 2.75 / "receive" 4.85; "broil" 2.44 / "boil" 3.83 are two words; "form" /
+  "from" too);
 - a Chinese IME slip (``_ime_slip``): characters the lexicon groups as slips for each
   other (kind ``confusable``: 的/得/地, 在/再...), or one character for another of the same
-  sound where one side makes a dictionary word and the other does not (以经 / 已经), or a
-  lone character for one of the same syllable and tone; never two words (权利 / 权力) nor
-  one pronoun for another (他 / 她);
-- a character or word typed twice, a dropped or added particle (的 吗 呢 吧 啊 呀 嘛)
-  or article (a an the);
+  syllable, any tone, where one side makes a dictionary word and the other does not (以经 /
+  已经, 这此 / 这次), or a lone character for one of the same syllable and tone; never two
+  words (权利 / 权力), the lexicon's opposite characters (买 / 卖) nor one pronoun for
+  another (他 / 她);
+- an English word typed twice, a Chinese character typed twice where the two make no word
+  (列表表, not 人人), a dropped or added particle (的 呢 吧 啊 呀 嘛) or article (the);
 - words run together or apart ("e mail" / "email").
 
 No digit group and no negator may change, and a turn may hold at most 1 + n/5 typos
@@ -46,7 +48,7 @@ from typing import Sequence
 from rapidfuzz.distance import OSA, Levenshtein
 
 from smartcache.fingerprint import Signature
-from smartcache.fingerprint.lexicon import concepts_of_kind, words_of_kind
+from smartcache.fingerprint.lexicon import concepts_of_kind, word_opposites, words_of_kind
 
 _TOKEN = re.compile(r"[a-z]+(?:'[a-z]+)*|\d+(?:[.,:]\d+)*|[\u3400-\u9fff]|[^\W\d_a-z\u3400-\u9fff]+")
 _CJK = re.compile(r"[\u3400-\u9fff]")
@@ -91,11 +93,18 @@ def tokens(text: str) -> list[str]:
     ("please", 一下, 请问). A courtesy word inside a clause may be what is asked about ("how do you
     say thank you", "谢谢用日语怎么说"), so it stays."""
     clauses = [c for c in _CLAUSE.split(text.lower()) if c.strip()]
+    opened = False
     while len(clauses) > 1 and _is_courtesy(clauses[0]):
-        clauses = clauses[1:]
+        clauses, opened = clauses[1:], True
+    if opened:      # "sorry to bother you, but how do i …": the "but" only followed the courtesy
+        clauses[0] = _AFTER_COURTESY.sub("", clauses[0])
     while len(clauses) > 1 and _is_courtesy(clauses[-1]):
         clauses = clauses[:-1]
-    out = [t.replace("'", "") for t in _TOKEN.findall(" ".join(clauses))]
+    return _drop_inner([t.replace("'", "") for t in _TOKEN.findall(" ".join(clauses))])
+
+
+def _drop_inner(out: list[str]) -> list[str]:
+    """``out`` without its inner courtesy (``courtesy_inner``), in place."""
     # Left to right, the longest phrase at each place first: "could you please tell me" loses
     # "could you please" and then "tell me", never "please tell me" leaving "could you" behind.
     k = 0
@@ -111,14 +120,28 @@ def tokens(text: str) -> list[str]:
     return out
 
 
+_AFTER_COURTESY = re.compile(r"^\s*(?:but|so|and)\s+")
 # Where a clause ends: not ":" ("translate to french: thank you" asks about the words after it).
 _CLAUSE = re.compile(r"[,!.;?\n]+")
 
 
+# What ends a clause of courtesy without adding to it: 谢谢啦, 麻烦你了, 好的哈.
+_CLOSING_PARTICLES = frozenset("啦呀哈哦啊呢吧嘛了哟喔")
+
+
 def _is_courtesy(clause: str) -> bool:
-    """Whether a clause is courtesy and nothing else ("hi", "thanks a lot", "谢谢")."""
+    """Whether a clause is courtesy and nothing else ("hi", "thanks a lot", "谢谢"), its inner
+    courtesy ("麻烦问一下" is 麻烦) and closing particles ("谢谢你啦") aside."""
     words = tuple(t.replace("'", "") for t in _TOKEN.findall(clause))
-    return bool(words) and words in set(_courtesy())
+    if not words:
+        return False
+    known = set(_courtesy())
+    if words in known:
+        return True
+    inner = _drop_inner(list(words))
+    while inner and inner[-1] in _CLOSING_PARTICLES and tuple(inner) not in known:
+        inner.pop()
+    return bool(inner) and tuple(inner) in known
 
 
 def near_exact(a: str, b: str) -> NearExact | None:
@@ -217,9 +240,14 @@ def _droppable(seq: Sequence[str], k: int) -> bool:
     word = seq[k]
     if word in _DROPPABLE:
         return True
-    # An English word typed twice; a Chinese character doubled is a word of its own (人人, 看看).
-    return word.isascii() and word.isalpha() and (
-        (k > 0 and seq[k - 1] == word) or (k + 1 < len(seq) and seq[k + 1] == word))
+    doubled = (k > 0 and seq[k - 1] == word) or (k + 1 < len(seq) and seq[k + 1] == word)
+    if not doubled:
+        return False
+    # An English word typed twice; a Chinese character typed twice where the two make no word
+    # (列表表), never one that does (人人, 看看, 常常), a negator or a numeral (三三).
+    if _CJK.fullmatch(word):
+        return word not in _NEGATORS and word not in _NUMERALS and _jieba().FREQ.get(word * 2, 0) < _RARE_WORD
+    return word.isascii() and word.isalpha()
 
 
 def _typo(ta: Sequence[str], i: int, tb: Sequence[str], j: int) -> bool:
@@ -230,7 +258,8 @@ def _typo(ta: Sequence[str], i: int, tb: Sequence[str], j: int) -> bool:
         return _ime_slip(ta, i, tb, j)
     if not (x.isascii() and y.isascii() and x.isalpha() and y.isalpha()):
         return False
-    if min(len(x), len(y)) < 5 or x[0] != y[0]:     # short words are each other's neighbours: gan / gun
+    # Short words are each other's neighbours (gan / gun), but for a letter typed twice (vissa).
+    if min(len(x), len(y)) < (4 if _doubled_letter(x, y) else 5) or x[0] != y[0]:
         return False
     if OSA.distance(x, y) > (1 if max(len(x), len(y)) < 7 else 2):
         return False
@@ -238,30 +267,42 @@ def _typo(ta: Sequence[str], i: int, tb: Sequence[str], j: int) -> bool:
     return min(zx, zy) < _SLIP_ZIPF and abs(zx - zy) >= _SLIP_GAP
 
 
+def _doubled_letter(x: str, y: str) -> bool:
+    """One word is the other with one of its letters typed twice: vissa / visa, adress / address."""
+    longer, shorter = (x, y) if len(x) > len(y) else (y, x)
+    return len(longer) == len(shorter) + 1 and any(
+        longer[k] == longer[k - 1] and longer[:k] + longer[k + 1:] == shorter for k in range(1, len(longer)))
+
+
 def _ime_slip(ta: Sequence[str], i: int, tb: Sequence[str], j: int) -> bool:
     """One character typed for another of the same sound: one of a group of characters that
     are slips for each other (lexicon kind ``confusable``: 的/得/地, 在/再...); a character that
     makes a dictionary word on one side and stands alone on the other, by the sound an IME
     confuses (以经 / 已经: jieba cuts 以经 into 以 and 经; 自动跟新 / 自动更新, gen / geng); or a
-    lone character for another of the very same syllable and tone (怎么练 / 怎么炼). Two words
-    (期中 / 期终, 权利 / 权力) are not a slip, nor two syllables or tones (怎么买 / 怎么卖), nor
-    one pronoun for another (他 / 她)."""
+    lone character for another of the very same syllable and tone (怎么练 / 怎么炼). Where a word
+    breaks the tone does not count: an IME lists the syllable's characters of every tone
+    together (这次 / 这此, 出处 / 出出). Two words (期中 / 期终, 权利 / 权力) are not a slip, nor
+    two syllables, nor two tones of lone characters (怎么买 / 怎么卖), nor the lexicon's
+    opposite characters anywhere (卖出 / 买出), nor one pronoun for another (他 / 她)."""
     x, y = ta[i], tb[j]
     if frozenset((x, y)) in _confusables():
         return True
-    if x in _PRONOUNS or y in _PRONOUNS:
+    if x in _PRONOUNS or y in _PRONOUNS or frozenset((x, y)) in _opposites():
         return False
     at_a, at_b = len("".join(ta[:i])), len("".join(tb[:j]))
     span_a, span_b = _word_around("".join(ta), at_a), _word_around("".join(tb), at_b)
     long_a, long_b = span_a[1] - span_a[0] > 1, span_b[1] - span_b[0] > 1
     if long_a and long_b:
         return False
-    # The tone always counts (卖出 / 买出: mài / mǎi); the fuzzy initials and finals only where a
-    # dictionary word breaks on one side.
+    # Where a dictionary word breaks on one side, the syllable alone and the IME's fuzzy initials
+    # and finals; else the very syllable and tone.
     return bool(_sounds(x, fuzzy=long_a or long_b) & _sounds(y, fuzzy=long_a or long_b))
 
 
 _PRONOUNS = frozenset("他她它你妳您")
+_NUMERALS = frozenset("零〇一二两三四五六七八九十百千万亿半几")
+# jieba's dictionary counts below which an entry is noise, not a word (表表 3, 车车 3; 字字 73, 家家 279).
+_RARE_WORD = 20
 # What an IME's fuzzy pinyin merges (and hurried typing with it): front and back nasals,
 # flat and curled initials.
 _FUZZY = ((re.compile(r"(?<=[aei])ng$|(?<=i)ng$"), "n"), (re.compile(r"^([zcs])h"), r"\1"))
@@ -269,7 +310,8 @@ _FUZZY = ((re.compile(r"(?<=[aei])ng$|(?<=i)ng$"), "n"), (re.compile(r"^([zcs])h
 
 @functools.lru_cache(maxsize=8192)
 def _sounds(char: str, *, fuzzy: bool) -> frozenset[str]:
-    """Every reading of a character with its tone ("mai3"), the syllable made fuzzy if asked."""
+    """Every reading of a character with its tone ("mai3"); fuzzy: the syllable alone, made
+    fuzzy ("mai", "zhi" as "zi")."""
     from pypinyin import Style, pinyin
     out = set()
     for reading in pinyin(char, style=Style.TONE3, heteronym=True, neutral_tone_with_five=True)[0]:
@@ -277,8 +319,14 @@ def _sounds(char: str, *, fuzzy: bool) -> frozenset[str]:
         if fuzzy:
             for pattern, repl in _FUZZY:
                 syllable = pattern.sub(repl, syllable)
-        out.add(syllable + tone)
+        out.add(syllable if fuzzy else syllable + tone)
     return frozenset(out)
+
+
+@functools.lru_cache(maxsize=1)
+def _opposites() -> frozenset[frozenset[str]]:
+    """The lexicon's opposite characters (买 / 卖, 涨 / 跌): never a slip for each other."""
+    return frozenset(p for p in word_opposites() if all(len(w) == 1 for w in p))
 
 
 @functools.lru_cache(maxsize=1)
