@@ -108,6 +108,12 @@ NEGATED = [
     ("怎么开通自动续费", "怎么不开通自动续费"),
     ("孕妇能吃螃蟹吗", "孕妇不能吃螃蟹吗"),
     ("微信转账限额是多少", "不微信转账限额是多少"),
+    # an English negating prefix glued to the word
+    ("Can I return opened headphones?", "Can I return unopened headphones?"),
+    ("Is it legal to park on the sidewalk?", "Is it illegal to park on the sidewalk?"),
+    ("How do I activate roaming?", "How do I deactivate roaming?"),
+    ("Book a smoking room for two nights", "Book a non-smoking room for two nights"),
+    ("Why do I agree with him so often?", "Why do I disagree with him so often?"),
 ]
 NOT_NEGATED = [
     ("你觉得这件衣服好看吗", "你觉得这件衣服好不好看"),     # A-not-A, and more changed
@@ -115,6 +121,9 @@ NOT_NEGATED = [
     ("这个是真的", "这个是不是真的"),                  # 不是 is more than a bare negator
     ("I know the answer", "I now the answer"),        # a typo, no negator
     ("How do I cancel the order?", "How do I cancel the order now?"),
+    ("Who is in the crowd?", "Who is the crowd?"),              # "in" is a word of its own here
+    ("What is an index fund?", "What is an indexed fund?"),      # a suffix, no prefix
+    ("How do I unfreeze my card?", "How do I unfreeze my cards?"),
 ]
 
 

@@ -359,9 +359,11 @@ def _intent(tally: _Tally, probe: Signature, cached: Signature, diff: _Diff) -> 
     # Read on the characters, not the tokens or the negation count: neither sees "不" glued to a
     # name ("不腾讯…") nor "not" that breaks a question form ("how do not i …").
     negator = inserted_negation(cached.text, probe.text)
-    if negator:
+    opposite = any(p * q < 0 for p, q in zip(probe.sides, cached.sides))
+    # A prefix the lexicon reads as the opposite action already (install / uninstall) says so.
+    if negator and not (negator.endswith("-") and opposite):
         signal("intent_reversal", f"one request is the other with {negator!r} inserted")
-    if any(p * q < 0 for p, q in zip(probe.sides, cached.sides)):
+    if opposite:
         signal("opposite_actions", "the requests ask for opposite actions")
     if _polarity_differs(probe.text, cached.text):
         signal("negated", "one request says 不 / 没 where the other does not", "polarity_differs")

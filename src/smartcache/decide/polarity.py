@@ -72,11 +72,16 @@ def _polarity_differs(a: str, b: str) -> bool:
 
 # A negator on its own: what one request inserts, and nothing else, to ask the opposite.
 _BARE_NEGATORS = frozenset({"不", "没", "没有", "别", "未", "not", "never", "no"})
+# English prefixes that make a word its opposite or absence, glued to the start of a word:
+# opened / unopened, legal / illegal, connect / disconnect, activate / deactivate, smoking /
+# non-smoking. Whatever else such a prefix makes (stall / install), it is another word.
+_NEGATING_PREFIXES = frozenset({"un", "in", "im", "il", "ir", "dis", "de", "non", "non-", "anti", "anti-"})
 
 
 def inserted_negation(a: str, b: str) -> str | None:
     """The negator one normalised request inserts into the other, every other character the
-    same, or None: "不腾讯抄袭了吗" / "腾讯抄袭了吗", "how do not i …" / "how do i …". Whatever
+    same, or None: "不腾讯抄袭了吗" / "腾讯抄袭了吗", "how do not i …" / "how do i …", or an
+    English negating prefix glued to a word ("unopened" / "opened": "un-"). Whatever
     it makes of the sentence (a reversal, or words no one means), it is not the request the
     other answered. Not inserted as a negation: the middle of an A-not-A question ("好不好"),
     or part of an English word ("no" in "know")."""
@@ -88,6 +93,11 @@ def inserted_negation(a: str, b: str) -> str | None:
             continue
         _, i1, i2, _, _ = ops[0]
         word = longer[i1:i2].strip()
+        if word in _NEGATING_PREFIXES and longer[i1:i2] == word:
+            before, rest = longer[i1 - 1:i1], re.match(r"[a-z]*", longer[i2:]).group(0)
+            if not before.isalnum() and len(rest) >= 2:     # the start of a word: un|opened, un|do
+                return word.rstrip("-") + "-"
+            continue
         if word not in _BARE_NEGATORS:
             continue
         start = i1 + longer[i1:i2].index(word)
