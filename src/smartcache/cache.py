@@ -59,6 +59,7 @@ log = logging.getLogger("smartcache")
 _ENDS_SESSION = frozenset({ChangeFlag.RESET, ChangeFlag.CORRECTION})
 _NEAR_CANDIDATES = 4     # nearest entries the near-exact path reads (a typo'd repeat is among the nearest)
 _NEAR_FLOOR = 0.6        # below this turn cosine no typo'd repeat was seen; nothing to read
+_PERSONAL_MEMO = 100_000  # entries whose personal-data reading is remembered (cleared when full)
 _CACHES = itertools.count(1)
 
 
@@ -167,6 +168,7 @@ class SmartCache:
         self._loaded: set[str] = set()          # tenants whose learned state was read from the store
         self._load_lock = threading.Lock()
         self._witness_lock = threading.Lock()
+        self._personal_entries: dict[str, bool] = {}    # cache_id -> holds personal data (entries never change text)
         self._sampler = random.Random(f"smartcache-checks-{self.config.learning.error_bound}")
         self._counts: Counter[str] = Counter()
         self._lock = threading.Lock()
@@ -251,7 +253,7 @@ class SmartCache:
         flt = SearchFilter(tenant=request.tenant, version_key=request.version.digest(), session_id=request.session,
                            now=self.clock(), feedback_floor=self.config.lifecycle.feedback_floor)
         for entry in self.backend.exact(flt, key.digest, 1):
-            if entry.domain in self.decider.disabled_domains:
+            if entry.domain in self.decider.disabled_domains or self._personal_elsewhere(entry, request.session):
                 return None
             self._count("exact_hits")
             return Decision(Zone.HIT, (Reason(ReasonCode.EXACT_MATCH, "the same request and history, word for word: "
@@ -260,7 +262,8 @@ class SmartCache:
                             verify=entry.state is EntryState.SUSPECT, candidates=1)
         return None
 
-    def _near_exact(self, fp: Fingerprint, flt: SearchFilter, candidates: list[ScoredEntry]) -> Decision | None:
+    def _near_exact(self, fp: Fingerprint, flt: SearchFilter, candidates: list[ScoredEntry],
+                    session: str | None) -> Decision | None:
         """The near-exact path: one of the nearest entries is this request but for typos and
         courtesy (``decide.near_exact``), turn by turn through the history, with the same
         negations, opposite actions, change flags and numbers. Decided before the rules'
@@ -278,7 +281,8 @@ class SmartCache:
         seen: set[str] = set()
         for c in sorted(pool, key=lambda c: -c.similarity)[:2 * _NEAR_CANDIDATES]:
             entry = c.entry
-            if entry.cache_id in seen or c.similarity < _NEAR_FLOOR or entry.domain in self.decider.disabled_domains:
+            if entry.cache_id in seen or c.similarity < _NEAR_FLOOR or entry.domain in self.decider.disabled_domains \
+                    or self._personal_elsewhere(entry, session):
                 continue
             seen.add(entry.cache_id)
             found = near_repeat(fp.signature, entry.signature)
@@ -290,6 +294,22 @@ class SmartCache:
                             entry, Scores(c.similarity, 1.0), verify=entry.state is EntryState.SUSPECT,
                             candidates=len(candidates))
         return None
+
+    def _personal_elsewhere(self, entry: Entry, session: str | None) -> bool:
+        """Whether a global entry holds one person's data (``learn.personal``: contacts, ids,
+        their own records, what they said before) and this request comes from another session:
+        such an answer serves only the session that was given it, however it reached the pool
+        (an admin's promotion, a global store, a replica's sharing)."""
+        if entry.scope is not Scope.GLOBAL or session is not None and entry.session_id == session:
+            return False
+        personal = self._personal_entries.get(entry.cache_id)
+        if personal is None:
+            text = " ".join([entry.signature.text, *(t.excerpt for t in entry.signature.turns), entry.answer.text])
+            personal = personal_data(text) is not None
+            if len(self._personal_entries) >= _PERSONAL_MEMO:
+                self._personal_entries.clear()
+            self._personal_entries[entry.cache_id] = personal
+        return personal
 
     def _semantic(self, request: CacheRequest) -> Decision:
         """The semantic path: fingerprint, gate, vector search, evidence and the verifier."""
@@ -303,8 +323,9 @@ class SmartCache:
         flt = SearchFilter(tenant=tenant, version_key=request.version.digest(), session_id=session,
                            domain=fp.signature.domain, now=self.clock(),
                            feedback_floor=self.config.lifecycle.feedback_floor)
-        candidates = self.backend.search(flt, fp.turn_vector, self.config.top_k)
-        near = self._near_exact(fp, flt, candidates)
+        candidates = [c for c in self.backend.search(flt, fp.turn_vector, self.config.top_k)
+                      if not self._personal_elsewhere(c.entry, session)]
+        near = self._near_exact(fp, flt, candidates, session)
         if near is not None:
             return near
         continued = [] if session is None else [

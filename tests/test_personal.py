@@ -1,0 +1,77 @@
+"""One person's data never reaches another session (the brief's "other sessions' personal
+answers"): what ``learn.personal`` reads as personal, and a global entry holding it served
+only to the session that was given it, however it entered the pool."""
+
+from __future__ import annotations
+
+import pytest
+
+from smartcache import Zone
+from smartcache.learn.personal import personal_data
+
+from conftest import A, U
+
+PERSONAL = [
+    # one's own records, asked about rather than how they work
+    "Where is my order? It was due on Tuesday.",
+    "What's the balance on my savings account?",
+    "Has my refund been processed yet?",
+    "How much did I spend on takeaway last month?",
+    "我的快递怎么还没到",
+    "帮我查一下话费余额",
+    "我上个月花了多少钱",
+    # what the user said before, or a fact only the user has
+    "Do you remember what I told you about my sister?",
+    "Remind me, which hotel did I say I booked?",
+    "我上次跟你说的那个方案是哪个",
+    "我生日是几号来着",
+    "How old is my son?",
+    "我家狗叫什么",
+]
+NOT_PERSONAL = [
+    "How do I track my order?",
+    "How do I change the email on my account?",
+    "How many days until I get my refund?",         # a store's policy answers it alike for all
+    "What should I pack for a week in Lisbon?",
+    "What breed of cat sheds the least?",
+    "怎么查看快递物流",
+    "退款一般几天到账",
+    "信用卡逾期一天有影响吗",
+    "一斤等于多少克来着",
+    "珠峰有多高",
+]
+
+
+@pytest.mark.parametrize("text", PERSONAL)
+def test_what_only_one_person_can_be_asked_is_personal(text):
+    assert personal_data(text.lower()) is not None
+
+
+@pytest.mark.parametrize("text", NOT_PERSONAL)
+def test_what_anyone_asks_alike_is_not(text):
+    assert personal_data(text.lower()) is None
+
+
+def test_a_global_entry_with_personal_data_serves_only_its_own_session(cache):
+    mine = [U("Where is my order? It was due on Tuesday.")]
+    stored = cache.store(mine, "Your order #4471 is in Leeds and arrives tomorrow.", session="alice")
+    cache.promote(stored.cache_id, to_global=True)          # an admin's promotion, say
+    assert cache.lookup(mine, session="alice").zone is Zone.HIT
+    for other in ("bob", None):
+        assert cache.lookup(mine, session=other).zone is Zone.MISS, other
+
+
+def test_a_global_entry_without_it_still_serves_everyone(cache):
+    faq = [U("How do I track my order?")]
+    stored = cache.store(faq, "Open Orders, pick the order and tap Track.", session="alice")
+    cache.promote(stored.cache_id, to_global=True)
+    assert cache.lookup(faq, session="bob").zone is Zone.HIT
+
+
+def test_personal_data_in_the_history_keeps_it_too(cache):
+    told = [U("My name is Priya and my flight is on March 14."), A("Noted, Priya."),
+            U("When did I say my flight was?")]
+    stored = cache.store(told, "You said March 14.", session="priya")
+    cache.promote(stored.cache_id, to_global=True)
+    assert cache.lookup(told, session="priya").zone is Zone.HIT
+    assert cache.lookup(told, session="someone-else").zone is Zone.MISS
