@@ -37,6 +37,10 @@ SAME = [
     ("手机屏幕碎了怎么办", "手机屏幕幕碎了怎么办"),
     ("麻烦问一下，地铁几点停运", "地铁几点停运"),
     ("怎么把微信聊天记录导到新手机，谢谢你啦", "怎么把微信聊天记录导到新手机"),
+    # the courtesy that opens a request
+    ("Could you summarize this paragraph in two lines: the rain fell all day.",
+     "Summarize this paragraph in two lines: the rain fell all day."),
+    ("能不能帮我把这段话翻译成英文：明天见", "把这段话翻译成英文：明天见"),
 ]
 
 DIFFERENT = [
@@ -73,6 +77,8 @@ DIFFERENT = [
     ("三三两两地走", "三两两地走"),
     ("天天跑步有好处吗", "天跑步有好处吗"),
     ("怎么买", "怎么卖"),
+    ("帮我订一张去上海的票", "帮他订一张去上海的票"),
+    ("Can you eat raw mushrooms?", "Eat raw mushrooms?"),          # "can you" also asks what anyone can do
     ("麻烦用英语怎么说", "用英语怎么说"),
 ]
 

@@ -80,7 +80,7 @@ class NearExact:
         return ", ".join(self.edits) if self.edits else "case, punctuation or spacing"
 
 
-@functools.lru_cache(maxsize=2)
+@functools.lru_cache(maxsize=3)
 def _courtesy(kind: str = "courtesy") -> tuple[tuple[str, ...], ...]:
     """Courtesy phrases as token sequences, longest first (so "thank you" goes before "thank")."""
     phrases = {tuple(t.replace("'", "") for t in _TOKEN.findall(w.lower())) for w in words_of_kind(kind)}
@@ -100,7 +100,17 @@ def tokens(text: str) -> list[str]:
         clauses[0] = _AFTER_COURTESY.sub("", clauses[0])
     while len(clauses) > 1 and _is_courtesy(clauses[-1]):
         clauses = clauses[:-1]
-    return _drop_inner([t.replace("'", "") for t in _TOKEN.findall(" ".join(clauses))])
+    return _drop_inner(_drop_lead([t.replace("'", "") for t in _TOKEN.findall(" ".join(clauses))]))
+
+
+def _drop_lead(out: list[str]) -> list[str]:
+    """``out`` without the courtesy that opens a request (``courtesy_lead``: "could you",
+    能不能帮我), the longest first, when at least two tokens of the request follow it."""
+    for phrase in _courtesy("courtesy_lead"):
+        n = len(phrase)
+        if tuple(out[:n]) == phrase and len(out) >= n + 2:
+            return out[n:]
+    return out
 
 
 def _drop_inner(out: list[str]) -> list[str]:
