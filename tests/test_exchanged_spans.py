@@ -22,6 +22,9 @@ EXCHANGED = [
     ("把“猫追老鼠”翻译成法语", "把“老鼠追猫”翻译成法语", ("猫", "老鼠")),
     ("怎么把PDF转成Word", "怎么把Word转成PDF", ("pdf", "word")),
     ("深圳到广州的大巴几点发车", "广州到深圳的大巴几点发车", ("深圳", "广州")),
+    # only an article stood between the two parts; a contraction spelt another way
+    ("Is a crocodile a reptile?", "Is a reptile a crocodile?", ("crocodile", "reptile")),
+    ("What's 3 divided by 12?", "What is 12 divided by 3?", ("3", "12")),
 ]
 
 NOT_EXCHANGED = [
@@ -37,6 +40,10 @@ NOT_EXCHANGED = [
     ("How long do I steam broccoli?", "How long do I steam broccoli?"),
     ("How long do I steam broccoli?", "How many minutes should broccoli be steamed?"),
     ("北京到上海的高铁要多久", "北京到杭州的高铁要多久"),
+    ("Is a tomato a fruit or a vegetable?", "Is a tomato a vegetable or a fruit?"),
+    ("What's the difference between a crocodile and an alligator?",
+     "What is the difference between an alligator and a crocodile?"),
+    ("Who's older, a cat or a dog?", "Who is older, a dog or a cat?"),
 ]
 
 

@@ -229,9 +229,38 @@ def exchanged_spans(a: str, b: str) -> tuple[str, str] | None:
         ('euros', 'us dollars')
         >>> exchanged_spans("苹果和香蕉哪个好", "香蕉和苹果哪个好") is None
         True
-    """
-    ta = [t for t in _EXCHANGE_TOKEN.findall(a.lower()) if t not in _ARTICLES]
-    tb = [t for t in _EXCHANGE_TOKEN.findall(b.lower()) if t not in _ARTICLES]
+        >>> exchanged_spans("is a square a rectangle?", "is a rectangle a square?")
+        ('square', 'rectangle')
+        >>> exchanged_spans("what's 2 to the power of 10?", "what is 10 to the power of 2?")
+        ('2', '10')
+
+    Articles are dropped ("a manager thanks an employee" / "an employee thanks a manager"), but
+    where that leaves the two parts side by side, as a compound would be, they are read again
+    with them ("is a square a rectangle": the article was all that stood between). English
+    contractions are spelt out ("what's" / "what is")."""
+    words_a, words_b = _EXCHANGE_TOKEN.findall(_spelt_out(a.lower())), _EXCHANGE_TOKEN.findall(_spelt_out(b.lower()))
+    found = _exchanged([t for t in words_a if t not in _ARTICLES], [t for t in words_b if t not in _ARTICLES])
+    if found is None and (_ARTICLES & set(words_a)):
+        found = _exchanged(words_a, words_b)
+    return found
+
+
+# "what's" / "what is", "isn't" / "is not": the same words spelt two ways.
+_CONTRACTIONS = ((re.compile(r"\b(what|where|who|how|it|that|there|here|which|when|why)'s\b"), r"\1 is"),
+                 (re.compile(r"\b(can)'t\b"), r"\1 not"), (re.compile(r"\bwon't\b"), "will not"),
+                 (re.compile(r"n't\b"), " not"), (re.compile(r"'re\b"), " are"), (re.compile(r"\bi'm\b"), "i am"),
+                 (re.compile(r"'ll\b"), " will"), (re.compile(r"'ve\b"), " have"))
+
+
+def _spelt_out(text: str) -> str:
+    if "'" not in text:
+        return text
+    for pattern, repl in _CONTRACTIONS:
+        text = pattern.sub(repl, text)
+    return text
+
+
+def _exchanged(ta: list[str], tb: list[str]) -> tuple[str, str] | None:
     if ta == tb or sorted(ta) != sorted(tb):
         return None
     start = 0
