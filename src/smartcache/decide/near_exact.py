@@ -22,8 +22,9 @@ characters), courtesy is dropped at either end (lexicon kind ``courtesy``) or an
   已经, 这此 / 这次), or a lone character for one of the same syllable and tone; never two
   words (权利 / 权力), the lexicon's opposite characters (买 / 卖) nor one pronoun for
   another (他 / 她);
-- an English word typed twice, a Chinese character typed twice where the two make no word
-  (列表表, not 人人), a dropped or added particle (的 呢 吧 啊 呀 嘛) or article (the);
+- an English word typed twice, a Chinese character typed twice where the two are no entry of
+  jieba's dictionary (屏幕幕; not 人人, nor 下下周), a dropped or added particle (的 呢 吧 啊 呀
+  嘛) or article (the);
 - words run together or apart ("e mail" / "email").
 
 No digit group and no negator may change, and a turn may hold at most 1 + n/5 typos
@@ -253,10 +254,13 @@ def _droppable(seq: Sequence[str], k: int) -> bool:
     doubled = (k > 0 and seq[k - 1] == word) or (k + 1 < len(seq) and seq[k + 1] == word)
     if not doubled:
         return False
-    # An English word typed twice; a Chinese character typed twice where the two make no word
-    # (列表表), never one that does (人人, 看看, 常常), a negator or a numeral (三三).
+    # An English word typed twice; a Chinese character typed twice where the two are no entry of
+    # the dictionary at all (屏幕幕), never one that is, however rare (人人, 看看; 下下周 and 上上个月
+    # count 3 and 6 and mean the week and month before last), a negator, a numeral (三三) or
+    # a position (后后, 左左: a doubled position is a further one).
     if _CJK.fullmatch(word):
-        return word not in _NEGATORS and word not in _NUMERALS and _jieba().FREQ.get(word * 2, 0) < _RARE_WORD
+        return word not in _NEGATORS and word not in _NUMERALS and word not in _POSITIONS \
+            and word * 2 not in _jieba().FREQ
     return word.isascii() and word.isalpha()
 
 
@@ -311,8 +315,7 @@ def _ime_slip(ta: Sequence[str], i: int, tb: Sequence[str], j: int) -> bool:
 
 _PRONOUNS = frozenset("他她它你妳您")
 _NUMERALS = frozenset("零〇一二两三四五六七八九十百千万亿半几")
-# jieba's dictionary counts below which an entry is noise, not a word (表表 3, 车车 3; 字字 73, 家家 279).
-_RARE_WORD = 20
+_POSITIONS = frozenset("上下前后左右里外内中")
 # What an IME's fuzzy pinyin merges (and hurried typing with it): front and back nasals,
 # flat and curled initials.
 _FUZZY = ((re.compile(r"(?<=[aei])ng$|(?<=i)ng$"), "n"), (re.compile(r"^([zcs])h"), r"\1"))
