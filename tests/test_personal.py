@@ -75,3 +75,39 @@ def test_personal_data_in_the_history_keeps_it_too(cache):
     cache.promote(stored.cache_id, to_global=True)
     assert cache.lookup(told, session="priya").zone is Zone.HIT
     assert cache.lookup(told, session="someone-else").zone is Zone.MISS
+
+
+def test_the_whole_conversation_is_read_when_the_answer_is_written(cache):
+    """The system prompt and long turns are kept in the signature only in part: the reading is
+    made on the whole conversation at write time and kept with the entry."""
+    system = {"role": "system", "content": "You are a banking assistant with access to the user's linked accounts."}
+    asked = [system, U("Summarize my spending this month.")]
+    stored = cache.store(asked, "You spent 1,234 EUR, most of it on rent.", session="alice")
+    assert cache.get(stored.cache_id).personal == "the user's own data"
+    cache.promote(stored.cache_id, to_global=True)
+    assert cache.lookup(asked, session="alice").zone is Zone.HIT
+    assert cache.lookup(asked, session="bob").zone is Zone.MISS
+    middle = "I'm comparing laptops for work. " * 12 + "My name is Priya, by the way. " + "Thanks for the help. " * 12
+    long_turn = [U(middle + "Which one has the best battery?")]
+    stored = cache.store(long_turn, "The second one, at 14 hours.", session="priya")
+    assert cache.get(stored.cache_id).personal == "own name"
+    assert cache.get(cache.store([U("How do I track my order?")], "Open Orders.", session="s").cache_id).personal == ""
+
+
+def test_an_entry_written_before_the_reading_was_kept_is_read_from_what_it_has(cache):
+    mine = [U("Where is my order? It was due on Tuesday.")]
+    stored = cache.store(mine, "Your order #4471 is in Leeds.", session="alice")
+    cache.backend.update(stored.cache_id, personal=None)
+    cache.promote(stored.cache_id, to_global=True)
+    assert cache.get(stored.cache_id).personal is None
+    assert cache.lookup(mine, session="bob").zone is Zone.MISS
+
+
+def test_another_session_s_personal_twin_does_not_hide_this_session_s_own_entry(cache):
+    mine = [U("Where is my order? It was due on Tuesday.")]
+    theirs = cache.store(mine, "Your order #1 is in Leeds.", session="alice")
+    cache.promote(theirs.cache_id, to_global=True)
+    own = cache.store(mine, "Your order #2 is in York.", session="bob")
+    cache.promote(own.cache_id)
+    found = cache.lookup(mine, session="bob")
+    assert found.zone is Zone.HIT and found.entry.cache_id == own.cache_id

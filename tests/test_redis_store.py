@@ -28,7 +28,7 @@ def store(redis_url, request):
 def test_round_trip_and_scoping_inside_the_query(store):
     rng = np.random.default_rng(0)
     mine = entry(unit(rng)[0], context_vector=unit(rng)[0], domain="travel", cut_at=64, stop=("\n", "。"),
-                 answer_tokens=12)
+                 answer_tokens=12, personal="own name")
     other_session = entry(mine.turn_vector, session="s2")
     other_tenant = entry(mine.turn_vector, tenant="t2")
     shared = entry(unit(rng)[0], scope=Scope.GLOBAL, session="")
@@ -36,7 +36,7 @@ def test_round_trip_and_scoping_inside_the_query(store):
         store.put(e)
     got = store.get(mine.cache_id)
     assert got.signature == mine.signature and np.array_equal(got.context_vector, mine.context_vector)
-    assert (got.cut_at, got.stop, got.answer_tokens) == (64, ("\n", "。"), 12)
+    assert (got.cut_at, got.stop, got.answer_tokens, got.personal) == (64, ("\n", "。"), 12, "own name")
     # The KNN query carries the pre-filter: nothing of s2 or t2 comes back, however close.
     found = [r.entry.cache_id for r in store.search(flt(), mine.turn_vector, 10)]
     assert found[0] == mine.cache_id and set(found) == {mine.cache_id, shared.cache_id}

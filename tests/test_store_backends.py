@@ -43,7 +43,7 @@ def test_sqlite_round_trip_updates_and_deletes_survive_reopen(tmp_path):
     path = tmp_path / "c.db"
     store = SqliteStore(path, DIM)
     a = entry(unit(rng)[0], context_vector=unit(rng)[0], expires_at=99.0, domain="travel", cut_at=64,
-              stop=("\n", "。"), answer_tokens=12)
+              stop=("\n", "。"), answer_tokens=12, personal="own name")
     b = entry(unit(rng)[0], scope=Scope.GLOBAL, session="")
     c = entry(unit(rng)[0])
     for e in (a, b, c):
@@ -57,8 +57,8 @@ def test_sqlite_round_trip_updates_and_deletes_survive_reopen(tmp_path):
     got = again.get(a.cache_id)
     assert (got.hit_count, got.feedback_score, got.state, got.expires_at, got.domain) == (
         3, 0.75, EntryState.SUSPECT, 99.0, "travel")
-    assert (got.cut_at, got.stop, got.answer_tokens) == (64, ("\n", "。"), 12)
-    assert again.get(b.cache_id).stop == ()
+    assert (got.cut_at, got.stop, got.answer_tokens, got.personal) == (64, ("\n", "。"), 12, "own name")
+    assert again.get(b.cache_id).stop == () and again.get(b.cache_id).personal is None
     # The turn vector is kept exactly; the context vector in half precision (within 1e-3 cosine).
     assert np.array_equal(got.turn_vector, a.turn_vector) and got.context_vector.dtype == np.float32
     assert abs(float(got.context_vector @ a.context_vector) - 1.0) < 1e-3

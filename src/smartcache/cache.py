@@ -252,9 +252,11 @@ class SmartCache:
             return None
         flt = SearchFilter(tenant=request.tenant, version_key=request.version.digest(), session_id=request.session,
                            now=self.clock(), feedback_floor=self.config.lifecycle.feedback_floor)
-        for entry in self.backend.exact(flt, key.digest, 1):
-            if entry.domain in self.decider.disabled_domains or self._personal_elsewhere(entry, request.session):
+        for entry in self.backend.exact(flt, key.digest, 4):
+            if entry.domain in self.decider.disabled_domains:
                 return None
+            if self._personal_elsewhere(entry, request.session):
+                continue
             self._count("exact_hits")
             return Decision(Zone.HIT, (Reason(ReasonCode.EXACT_MATCH, "the same request and history, word for word: "
                                                                       "found by its key, no model run", entry.cache_id),),
@@ -302,8 +304,10 @@ class SmartCache:
         (an admin's promotion, a global store, a replica's sharing)."""
         if entry.scope is not Scope.GLOBAL or session is not None and entry.session_id == session:
             return False
+        if entry.personal is not None:      # read when it was written, on the whole conversation
+            return bool(entry.personal)
         personal = self._personal_entries.get(entry.cache_id)
-        if personal is None:
+        if personal is None:                # written before that reading was kept: what it has
             text = " ".join([entry.signature.text, *(t.excerpt for t in entry.signature.turns), entry.answer.text])
             personal = personal_data(text) is not None
             if len(self._personal_entries) >= _PERSONAL_MEMO:
@@ -452,6 +456,10 @@ class SmartCache:
             # The words decide the constraints, so a repeat is validated once, here: an answer that
             # contradicts its own request gets no key and is never an exact hit.
             request_key="" if self.decider.validate_repeat(request.key.current, answer) else request.key.digest,
+            # Read once, on the whole conversation (the system prompt and every turn in full, which
+            # the signature keeps only excerpts of): a global copy serves only this session if set.
+            personal=personal_data(" ".join([request.conversation.system, *(t.text for t in request.conversation.turns),
+                                             answer])) or "",
         )
 
     # -- learning from traffic -----------------------------------------------------------

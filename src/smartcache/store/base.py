@@ -116,6 +116,7 @@ class Entry:
     cut_at: int = 0               # the answer stopped at this max_tokens (finish_reason "length"); 0: complete
     stop: tuple[str, ...] = ()    # the stop strings it was generated under: it may end where one began
     answer_tokens: int = 0        # the engine's count of the answer's tokens; 0: unknown
+    personal: str | None = None   # what of one person the conversation or answer holds ("": nothing; None: not read)
 
     def with_changes(self, **changes: object) -> "Entry":
         return replace(self, **changes)

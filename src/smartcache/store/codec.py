@@ -43,7 +43,7 @@ def entry_fields(entry: Entry) -> dict[str, Any]:
         "created_at": entry.created_at, "expires_at": _finite(entry.expires_at), "domain": entry.domain,
         "hit_count": entry.hit_count, "feedback_score": entry.feedback_score, "last_hit_at": entry.last_hit_at,
         "prompt_tokens": entry.prompt_tokens, "request_key": entry.request_key, "cut_at": entry.cut_at,
-        "stop": list(entry.stop), "answer_tokens": entry.answer_tokens,
+        "stop": list(entry.stop), "answer_tokens": entry.answer_tokens, "personal": entry.personal,
     }
 
 
@@ -81,8 +81,12 @@ def entry_from(fields: dict[str, Any], turn: bytes, context: bytes | None, dim: 
         feedback_score=float(fields.get("feedback_score", 1.0)), last_hit_at=float(fields.get("last_hit_at", 0.0)),
         prompt_tokens=int(fields.get("prompt_tokens", 0)), request_key=str(fields.get("request_key") or ""),
         cut_at=int(fields.get("cut_at") or 0), stop=_stops(fields.get("stop")),
-        answer_tokens=int(fields.get("answer_tokens") or 0),
+        answer_tokens=int(fields.get("answer_tokens") or 0), personal=_personal(fields.get("personal")),
     )
+
+
+def _personal(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 def _stops(value: Any) -> tuple[str, ...]:
@@ -103,7 +107,7 @@ def dumps(fields: dict[str, Any]) -> str:
 # json_extract with several paths parses the text once and returns them as one array).
 EAGER_PATHS = ("$.scope", "$.version_key", "$.conversation_hash", "$.prefix_hash", "$.domain", "$.hit_count",
                "$.feedback_score", "$.last_hit_at", "$.prompt_tokens", "$.created_at", "$.request_key",
-               "$.cut_at", "$.stop", "$.answer_tokens")
+               "$.cut_at", "$.stop", "$.answer_tokens", "$.personal")
 _LAZY = ("context_fingerprint", "signature", "answer", "context_vector")
 _SCOPES = {s.value: s for s in Scope}
 _STATES = {s.value: s for s in EntryState}
@@ -182,7 +186,7 @@ def lazy_entry(cache_id: str, tenant: str, session_id: str, state: str, expires_
     """An entry from a row's columns and its ``EAGER_PATHS`` array; ``strings`` shares equal
     tenant, session, version and domain strings between rows (one object each, not a million)."""
     (scope, version, conversation, prefix, domain, hits, feedback, last_hit, tokens, created, request, cut,
-     stop, answer_tokens) = json.loads(eager)
+     stop, answer_tokens, personal) = json.loads(eager)
     entry = object.__new__(LazyEntry)
     for name, value in (("cache_id", cache_id), ("scope", _SCOPES[scope]),
                         ("tenant", strings.setdefault(tenant, sys.intern(tenant))),
@@ -197,6 +201,7 @@ def lazy_entry(cache_id: str, tenant: str, session_id: str, state: str, expires_
                         ("last_hit_at", float(last_hit or 0.0)), ("prompt_tokens", int(tokens or 0)),
                         ("created_at", float(created)), ("request_key", request or ""), ("cut_at", int(cut or 0)),
                         ("stop", _stops(stop) if stop else ()), ("answer_tokens", int(answer_tokens or 0)),
+                        ("personal", _personal(personal)),
                         ("_fetch", fetch)):
         _set(entry, name, value)
     return entry
