@@ -129,6 +129,17 @@ def test_a_whole_answer_is_cut_at_a_request_s_stop_and_limit_as_the_engine_cuts_
         assert served.json()["usage"]["completion_tokens"] == answered.json()["usage"]["completion_tokens"], kw
 
 
+def test_a_stop_string_that_could_begin_at_a_stored_answer_s_end_sends_it_to_the_engine(client):
+    """Stored under stop "\n\n", the answer "Hello." went on as "Hello.\n\nMore": a request
+    that also stops at ".\n" would have stopped at "Hello" (the engine sees what came after)."""
+    answered_with(client, "Hello.\n\nMore text here.")
+    assert ask(client, stop=["\n\n"]).json()["choices"][0]["message"]["content"] == "Hello."
+    assert ask(client, stop=["\n\n", "More"]).headers["x-smartcache-status"] == "hit"   # no such overlap
+    r = ask(client, stop=["\n\n", ".\n"])
+    assert r.headers["x-smartcache-status"] == "miss"
+    assert r.json()["choices"][0]["message"]["content"] == "Hello"
+
+
 def test_the_library_checks_the_limit(cache):
     with pytest.raises(InvalidRequest):
         cache.store(ASK, "an answer", session="s1", cut_at=-1)

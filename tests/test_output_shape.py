@@ -78,3 +78,15 @@ def test_the_library_takes_the_shape_in_its_versions(cache, clock):
     clock.advance(cache.config.lifecycle.promotion_window_s + 1)
     assert cache.lookup(ASK, session="s1", versions=plain).zone.value == "hit"
     assert cache.lookup(ASK, session="s1", versions=shaped).zone.value == "miss"
+
+
+def test_the_same_messages_in_another_shape_are_no_regenerate(gateway):
+    """A repeat within the regenerate window is a regenerate only in the same shape: asking the
+    same thing for JSON, or with other stop strings or limit, is another request."""
+    with gateway() as client:                   # the default window: a repeat is a regenerate
+        assert status(ask(client)) == "miss"
+        for other in ({"response_format": JSON}, {"stop": ["\n"]}, {"max_tokens": 7}):
+            r = ask(client, **other)
+            assert "regenerate" not in r.headers["x-smartcache-reason"], other
+        again = ask(client)
+        assert "regenerate" in again.headers["x-smartcache-reason"]

@@ -35,10 +35,14 @@ class Answered:
     was_hit: bool
 
 
-def request_key(tenant: str, session: str | None, model: str, messages: list[dict[str, Any]]) -> str:
-    """The identity of a request, for repeat detection: who asked what of which model."""
+def request_key(tenant: str, session: str | None, model: str, messages: list[dict[str, Any]],
+                shape: object = None) -> str:
+    """The identity of a request, for repeat detection: who asked what of which model, in which
+    shape (``shape``: what else the answer depends on; the same messages asked for JSON, or with
+    other stop strings or limit, are another request, not a regenerate)."""
     # ASCII escapes: a lone surrogate in a message cannot be encoded as UTF-8 (the lookup refuses it).
-    payload = json.dumps([tenant, session, model, messages], sort_keys=True, default=str)
+    payload = json.dumps([tenant, session, model, messages] + ([shape] if shape is not None else []),
+                         sort_keys=True, default=str)
     return hashlib.sha256(payload.encode()).hexdigest()
 
 

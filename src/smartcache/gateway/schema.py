@@ -17,10 +17,12 @@ ROLES = {"system", "developer", "user", "assistant", "tool", "function"}
 
 # Request fields that shape the answer beyond the messages, so an answer given under them is an
 # answer only to requests that ask the same: OpenAI's response_format, logit_bias, reasoning
-# effort and verbosity; vLLM's guided decoding and structured outputs; llama.cpp's grammar and
-# JSON schema.
-OUTPUT_FIELDS = ("response_format", "logit_bias", "reasoning_effort", "verbosity", "guided_json", "guided_regex",
-                 "guided_choice", "guided_grammar", "structured_outputs", "grammar", "json_schema")
+# effort, verbosity and web search; vLLM's guided decoding, structured outputs, chat-template
+# arguments (enable_thinking) and generation controls; llama.cpp's grammar and JSON schema.
+OUTPUT_FIELDS = ("response_format", "logit_bias", "reasoning_effort", "verbosity", "web_search_options",
+                 "guided_json", "guided_regex", "guided_choice", "guided_grammar", "structured_outputs",
+                 "chat_template_kwargs", "include_stop_str_in_output", "min_tokens", "ignore_eos", "stop_token_ids",
+                 "grammar", "json_schema")
 
 
 class StreamOptions(BaseModel):

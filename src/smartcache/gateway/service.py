@@ -95,7 +95,8 @@ class ChatService:
     # -- the chat path ------------------------------------------------------------------
 
     async def handle(self, req: ChatCompletionRequest, controls: RequestControls) -> Outcome:
-        key = request_key(controls.tenant, controls.session, req.model, req.messages)
+        key = request_key(controls.tenant, controls.session, req.model, req.messages,
+                          [req.output_shape(), sorted(req.stop_list()), req.max_completion_tokens or req.max_tokens])
         turn = Turn(req, controls, {}, key, time.perf_counter())
         # One worker thread does the request's store work up to its answer: on Redis each call
         # is a network round trip that would stall every other request on the event loop, and
@@ -196,14 +197,20 @@ class ChatService:
         - an answer cut at ``max_tokens`` (finish_reason "length") serves a request for as many
           tokens (as it is) or fewer, never one for more;
         - a whole answer longer than this request's ``max_tokens`` is cut to it, where the engine
-          can count its tokens; else it is served only when its stored count fits."""
+          can count its tokens; else it is served only when its stored count fits;
+        - an answer that stopped at a stop string is not served to a request with more stop
+          strings where one could have begun at its end (the engine would have stopped sooner)."""
         params = self._engine_request(turn).params
         if entry.stop and not set(entry.stop) <= set(params.stop):
             return None
         text, finish = entry.answer.text, "length" if entry.cut_at else "stop"
-        found = [at for at in (text.find(s) for s in params.stop) if at >= 0]
+        if entry.stop and any(text.endswith(extra[:i]) for extra in set(params.stop) - set(entry.stop)
+                              for i in range(1, len(extra))):
+            return None     # the text went on past its end: another stop string may begin there
+        keep = bool((turn.req.model_extra or {}).get("include_stop_str_in_output"))    # vLLM's
+        found = sorted((at, len(s) if keep else 0) for at, s in ((text.find(s), s) for s in params.stop) if at >= 0)
         if found:
-            text, finish = text[:min(found)], "stop"
+            text, finish = text[:found[0][0] + found[0][1]], "stop"
         limit = params.max_tokens
         cut = getattr(self.engine, "truncate_text", None)
         if finish == "length":
@@ -215,10 +222,9 @@ class ChatService:
         if entry.answer_tokens and entry.answer_tokens <= limit:
             return text, finish         # it fits whole (the usual case): nothing to count
         if cut is None:
-            # No tokenizer: only an explicit limit below the engine's own count holds it back.
-            explicit = turn.req.max_completion_tokens or turn.req.max_tokens
-            fits = not (explicit and entry.answer_tokens and entry.answer_tokens > explicit and not found)
-            return (text, finish) if fits else None
+            # No tokenizer here (an upstream): past a limit the client set, an answer whose count is
+            # over it or unknown goes to the engine; with none set, the upstream's own applies.
+            return None if turn.req.max_completion_tokens or turn.req.max_tokens else (text, finish)
         shorter = cut(text, limit)
         return (text, finish) if shorter == text else (shorter, "length")
 
