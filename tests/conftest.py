@@ -136,6 +136,27 @@ def gateway_server():
 SERVE_WORKERS = 2      # the workers of every gateway process the tests start (serve --workers)
 
 
+def wait_until_served(base: str, session: str, *, timeout: float = 30.0) -> None:
+    """Until an answer of ``session`` is ready in the store of the gateway at ``base``: under
+    ``serve --workers`` the next request may reach another worker, which serves it only once
+    the writer's timer has promoted it; on a loaded machine the window passing is no proof of
+    that. Where the admin API is closed, the promotion window (1 s) is waited out instead."""
+    import time
+
+    import httpx
+
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        r = httpx.get(base + "/admin/entries", params={"session": session, "state": "ready"}, timeout=10)
+        if r.status_code != 200:
+            time.sleep(1.2)
+            return
+        if r.json()["total"]:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"no answer of session {session!r} became ready within {timeout} s")
+
+
 class Served(str):
     """The base URL of a running gateway, with its process (``.proc``) for crash tests."""
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import time
 import uuid
 from pathlib import Path
 
@@ -20,7 +19,7 @@ import httpx
 import pytest
 
 from cdp import FLAGS, Browser
-from conftest import free_port, serve
+from conftest import free_port, serve, wait_until_served
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = [pytest.mark.integration,
@@ -49,7 +48,7 @@ def drive_traffic(base: str, headers: dict[str, str] | None = None) -> None:
     ask = lambda text: httpx.post(base + "/v1/chat/completions", headers=h, timeout=120,
                                   json={**body, "messages": [{"role": "user", "content": text}]})
     assert ask("How do I reset my password?").status_code == 200
-    time.sleep(1.2)
+    wait_until_served(base, h["x-session-id"])
     assert ask("How can I reset my password").headers["x-smartcache-status"] == "hit"
     assert ask("How do I uninstall docker on ubuntu?").status_code == 200
 

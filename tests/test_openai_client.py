@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import httpx
@@ -13,6 +12,8 @@ from fastapi.testclient import TestClient
 from smartcache import SmartCache, load_config
 from smartcache.engine.upstream import UpstreamEngine
 from smartcache.gateway import create_app
+
+from conftest import wait_until_served
 
 MODEL = "smollm2-135m-instruct"
 SYSTEM = {"role": "system", "content": "You are a concise assistant."}
@@ -34,12 +35,12 @@ def ask(client, messages, headers, **kw):
     return raw.headers, raw.parse()
 
 
-def test_miss_store_then_hit_non_streaming(client):
+def test_miss_store_then_hit_non_streaming(client, gateway_server):
     h = session_headers()
     headers, first = ask(client, [SYSTEM, {"role": "user", "content": "How do I reset my password?"}], h)
     assert headers["x-smartcache-status"] == "miss"
     assert first.choices[0].finish_reason == "stop" and first.choices[0].message.content
-    time.sleep(1.2)                                   # the promotion window of this server
+    wait_until_served(gateway_server, h["x-session-id"])      # the promotion window of this server
     headers, second = ask(client, [SYSTEM, {"role": "user", "content": "How can I reset my password"}], h)
     assert headers["x-smartcache-status"] == "hit"
     assert headers["x-smartcache-entry"]
@@ -48,7 +49,7 @@ def test_miss_store_then_hit_non_streaming(client):
     assert second.usage.prompt_tokens_details.cached_tokens == second.usage.prompt_tokens
 
 
-def test_miss_store_then_hit_streaming(client):
+def test_miss_store_then_hit_streaming(client, gateway_server):
     h = session_headers()
     msgs = [SYSTEM, {"role": "user", "content": "How do I reset my password?"}]
     stream = client.chat.completions.create(model=MODEL, messages=msgs, stream=True, extra_headers=h,
@@ -56,7 +57,7 @@ def test_miss_store_then_hit_streaming(client):
     chunks = list(stream)
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text and chunks[-1].usage is not None and chunks[-1].usage.completion_tokens > 0
-    time.sleep(1.2)
+    wait_until_served(gateway_server, h["x-session-id"])
     with client.chat.completions.with_streaming_response.create(
             model=MODEL, messages=[SYSTEM, {"role": "user", "content": "How can I reset my password"}],
             stream=True,
