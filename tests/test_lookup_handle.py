@@ -83,6 +83,22 @@ def test_a_correction_is_cacheable_only_with_the_history_it_corrects(cache) -> N
     assert not refused.stored and refused.reason is ReasonCode.CORRECTION
 
 
+@pytest.mark.parametrize("text", ["发票抬头写错了，还能改吗？", "我把快递地址填错了，怎么改", "身份证号填错了会影响报名吗",
+                                  "I made a mistake in my tax return, how do I amend it?"])
+def test_a_first_turn_that_tells_of_a_mistake_is_a_question_not_a_correction(cache, text) -> None:
+    """With no earlier answer only a turn that opens with the correction corrects anything."""
+    found = cache.lookup([U(text)], session="s1")
+    assert not found.has_reason(ReasonCode.CORRECTION) and found.cacheable
+    assert cache.store(found, "可以，在订单页申请修改。").stored
+
+
+@pytest.mark.parametrize("text", ["不对，改走 B 方案", "错了，我要的是靠窗的座位", "No wait, I meant Lisbon",
+                                  "That's wrong, use the metric units"])
+def test_a_first_turn_that_opens_with_a_correction_is_still_one(cache, text) -> None:
+    found = cache.lookup([U(text)], session="s1")
+    assert found.has_reason(ReasonCode.CORRECTION) and not found.cacheable
+
+
 def test_refusals_are_reason_codes(cache) -> None:
     assert cache.store(ASK, "  ", session="s1").reason is ReasonCode.EMPTY_ANSWER
     assert cache.store([U("现在几点了？")], "十点", session="s1").reason is ReasonCode.TIME_SENSITIVE

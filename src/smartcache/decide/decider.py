@@ -24,6 +24,7 @@ from smartcache.decide.verifier import MODIFY as P_MODIFY, SAME as P_SAME, TreeV
 from smartcache.decide.validate import check_answer, constraints_of
 from smartcache.defaults import DEFAULTS
 from smartcache.fingerprint import HIGH_RISK_DOMAINS, ChangeFlag, Fingerprint
+from smartcache.fingerprint.tags import corrects_an_answer
 from smartcache.store import Entry, EntryState, Scope, ScoredEntry
 
 
@@ -110,7 +111,7 @@ class Decider:
         if ChangeFlag.RESET in flags:
             return Gate(Zone.MISS, Reason(R.RESET, "the user restarts the conversation"), writable,
                         ends_session=True)
-        if ChangeFlag.CORRECTION in flags:
+        if ChangeFlag.CORRECTION in flags and corrects_an_answer(fp.signature.text, fp.signature.has_context):
             return Gate(Zone.MISS, Reason(R.CORRECTION, "the user corrects an earlier answer"), writable,
                         ends_session=True)
         return None
@@ -120,8 +121,10 @@ class Decider:
         if gate is not None and not gate.cacheable and not gate.ends_session:
             return gate.reason.code         # the time, the length or the domain settled it
         # A bare correction ("不对，改走 B 方案") means nothing without the history it corrects,
-        # whatever settled the lookup (a reset beside it, or change detection switched off).
-        if ChangeFlag.CORRECTION in fp.signature.flags and not fp.signature.has_context:
+        # whatever settled the lookup (a reset beside it, or change detection switched off). A
+        # first turn that only tells of a mistake ("发票抬头写错了，还能改吗") is a question.
+        if ChangeFlag.CORRECTION in fp.signature.flags and not fp.signature.has_context \
+                and corrects_an_answer(fp.signature.text, False):
             return R.CORRECTION
         return None
 

@@ -146,6 +146,22 @@ _SKELETONS: tuple[tuple[str, re.Pattern[str]], ...] = (
 STRONG_SKELETONS = frozenset({"why", "how_much", "how_long", "where", "who", "compare"})
 
 
+# A correction spoken to the assistant: the turn opens with it ("不对，改走 B 方案", "no wait, I
+# meant Lisbon"). Without an earlier answer only such a turn is a correction; "发票抬头写错了，
+# 还能改吗" or "I typed the wrong email at signup" tell of the user's own mistake and ask anew.
+_ADDRESSED_CORRECTION = re.compile(
+    r"^\W*(?:不对|不是的|不是不是|错了|你?(?:搞|说|弄|理解)错了|更正|纠正一下|我是说|我的意思是|我说的是|"
+    r"(?:no,? )?that'?s (?:wrong|not right|incorrect)|(?:no,? )?that is (?:wrong|not right|incorrect)|incorrect|"
+    r"i meant|correction|scratch that|my mistake|no,? wait|you misunderstood|not what i (?:asked|meant))",
+    re.I)
+
+
+def corrects_an_answer(text: str, has_context: bool) -> bool:
+    """Whether a turn that carries a correction marker corrects an answer: always after an
+    earlier exchange; in a first turn only when it opens with the correction (a bare "不对，…")."""
+    return has_context or bool(_ADDRESSED_CORRECTION.match(text))
+
+
 def change_flags(text: str) -> frozenset[ChangeFlag]:
     """Which change markers a normalised turn carries."""
     flags = set()
