@@ -84,7 +84,7 @@ def test_a_correction_is_cacheable_only_with_the_history_it_corrects(cache) -> N
 
 
 @pytest.mark.parametrize("text", ["发票抬头写错了，还能改吗？", "我把快递地址填错了，怎么改", "身份证号填错了会影响报名吗",
-                                  "I made a mistake in my tax return, how do I amend it?"])
+                                  "I made a mistake in my tax return, how do I amend it?", "更正发票抬头需要什么材料"])
 def test_a_first_turn_that_tells_of_a_mistake_is_a_question_not_a_correction(cache, text) -> None:
     """With no earlier answer only a turn that opens with the correction corrects anything."""
     found = cache.lookup([U(text)], session="s1")
@@ -93,7 +93,9 @@ def test_a_first_turn_that_tells_of_a_mistake_is_a_question_not_a_correction(cac
 
 
 @pytest.mark.parametrize("text", ["不对，改走 B 方案", "错了，我要的是靠窗的座位", "No wait, I meant Lisbon",
-                                  "That's wrong, use the metric units"])
+                                  "That's wrong, use the metric units", "No, I meant Paris", "Sorry, I meant Paris",
+                                  "Hmm that's not right", "嗯，不对，改走B方案", "不不不，我是说上海",
+                                  "抱歉，我说错了，是上海", "对不起我搞错了，是周三"])
 def test_a_first_turn_that_opens_with_a_correction_is_still_one(cache, text) -> None:
     found = cache.lookup([U(text)], session="s1")
     assert found.has_reason(ReasonCode.CORRECTION) and not found.cacheable

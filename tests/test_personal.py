@@ -111,3 +111,12 @@ def test_another_session_s_personal_twin_does_not_hide_this_session_s_own_entry(
     cache.promote(own.cache_id)
     found = cache.lookup(mine, session="bob")
     assert found.zone is Zone.HIT and found.entry.cache_id == own.cache_id
+
+
+def test_personal_data_is_read_as_sent_and_as_normalised(cache):
+    """Spelt-out digits, full-width signs and look-alike letters hide what the normalised text
+    shows: the reading at write time takes both."""
+    for text in ("我的卡号是六二二二零二一二三四五六七八，这张卡开户行是哪里？", "Email my receipt to jane＠example.com",
+                 "M\u0443 name is Priya, what should I pack for Goa?"):
+        stored = cache.store([U(text)], "An answer.", session="alice")
+        assert cache.get(stored.cache_id).personal, text

@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
 from smartcache.config import CacheConfig, load_config
-from smartcache.context import build_view, parse_messages, read_key
+from smartcache.context import build_view, normalize_text, parse_messages, read_key
 from smartcache.decide import Decider, Decision, Gate, Reason, ReasonCode, Scores, Zone, key_facts
 from smartcache.decide.evidence import FEATURES
 from smartcache.decide.match import Switches
@@ -60,6 +60,12 @@ _ENDS_SESSION = frozenset({ChangeFlag.RESET, ChangeFlag.CORRECTION})
 _NEAR_CANDIDATES = 4     # nearest entries the near-exact path reads (a typo'd repeat is among the nearest)
 _NEAR_FLOOR = 0.6        # below this turn cosine no typo'd repeat was seen; nothing to read
 _PERSONAL_MEMO = 100_000  # entries whose personal-data reading is remembered (cleared when full)
+
+
+def _personal_reading(text: str) -> str:
+    """What of one person ``text`` holds ("" for nothing), read as sent and as normalised: the
+    normalised form spells 六二二二… as digits and folds ＠ and look-alike letters."""
+    return personal_data(text) or personal_data(normalize_text(text)) or ""
 _CACHES = itertools.count(1)
 
 
@@ -458,8 +464,8 @@ class SmartCache:
             request_key="" if self.decider.validate_repeat(request.key.current, answer) else request.key.digest,
             # Read once, on the whole conversation (the system prompt and every turn in full, which
             # the signature keeps only excerpts of): a global copy serves only this session if set.
-            personal=personal_data(" ".join([request.conversation.system, *(t.text for t in request.conversation.turns),
-                                             answer])) or "",
+            personal=_personal_reading(" ".join([request.conversation.system,
+                                                 *(t.text for t in request.conversation.turns), answer])),
         )
 
     # -- learning from traffic -----------------------------------------------------------

@@ -150,9 +150,12 @@ STRONG_SKELETONS = frozenset({"why", "how_much", "how_long", "where", "who", "co
 # meant Lisbon"). Without an earlier answer only such a turn is a correction; "发票抬头写错了，
 # 还能改吗" or "I typed the wrong email at signup" tell of the user's own mistake and ask anew.
 _ADDRESSED_CORRECTION = re.compile(
-    r"^\W*(?:不对|不是的|不是不是|错了|你?(?:搞|说|弄|理解)错了|更正|纠正一下|我是说|我的意思是|我说的是|"
-    r"(?:no,? )?that'?s (?:wrong|not right|incorrect)|(?:no,? )?that is (?:wrong|not right|incorrect)|incorrect|"
-    r"i meant|correction|scratch that|my mistake|no,? wait|you misunderstood|not what i (?:asked|meant))",
+    # what may come before it: "no, I meant Paris", "sorry, that's wrong", "嗯，不对", "抱歉，我说错了"
+    r"^\W*(?:(?:no+|nope|sorry|oops|actually|wait|hmm+|um+|uh+|ah|oh|嗯+|哦+|啊+|呃+|唉|抱歉|对不起|不好意思|不+)"
+    r"(?![a-z])\W*)*"
+    r"(?:不对|不是的|不是不是|错了|[你我]?(?:搞|说|弄|理解|写)错了|更正一下|纠正一下|我是说(?!话)|我的意思是|我说的是|"
+    r"that'?s (?:wrong|not right|incorrect)|that is (?:wrong|not right|incorrect)|incorrect|"
+    r"i meant|correction:|scratch that|my mistake|no,? wait|you misunderstood|not what i (?:asked|meant))",
     re.I)
 
 
