@@ -295,7 +295,7 @@ def _ime_slip(ta: Sequence[str], i: int, tb: Sequence[str], j: int) -> bool:
     confuses (以经 / 已经: jieba cuts 以经 into 以 and 经; 自动跟新 / 自动更新, gen / geng); or a
     lone character for another of the very same syllable and tone (怎么练 / 怎么炼). Where a word
     breaks the tone does not count: an IME lists the syllable's characters of every tone
-    together (这次 / 这此, 出处 / 出出). Two words (期中 / 期终, 权利 / 权力) are not a slip, nor
+    together (这次 / 这此, 票价 / 票假). Two words (期中 / 期终, 权利 / 权力) are not a slip, nor
     two syllables, nor two tones of lone characters (怎么买 / 怎么卖), nor the lexicon's
     opposite characters anywhere (卖出 / 买出), nor one pronoun for another (他 / 她)."""
     x, y = ta[i], tb[j]
