@@ -27,8 +27,8 @@ DEVSET = ROOT / "docs" / "eval" / "devset"
 UNREAD = ("shapes-b",)
 
 
-def run(sets: list[Path], modes: list[str], extra: list[Path]) -> dict:
-    config = load_config(store={"backend": "memory"})
+def run(sets: list[Path], modes: list[str], extra: list[Path], config_path: str | None = None) -> dict:
+    config = load_config(config_path, store={"backend": "memory"})
     encoder = SmartCache(config).encoder
     system = SmartCacheSystem(lambda: SmartCache(config, encoder=encoder))
     report: dict = {"sets": {}}
@@ -94,9 +94,11 @@ def main(argv=None) -> int:
     parser.add_argument("--json", dest="json_out", required=True)
     parser.add_argument("--md", help="the markdown tables")
     parser.add_argument("--before", help="an earlier --json (one case at a time) to compare recall with")
+    parser.add_argument("--config", help="a TOML config merged over the defaults (another verifier, say)")
     args = parser.parse_args(argv)
     names = args.sets.split(",") if args.sets else sorted(p.stem for p in DEVSET.glob("*.jsonl") if p.stem not in UNREAD)
-    report = run([DEVSET / f"{n}.jsonl" for n in names], args.modes.split(","), [Path(p) for p in args.extra])
+    report = run([DEVSET / f"{n}.jsonl" for n in names], args.modes.split(","), [Path(p) for p in args.extra],
+                 args.config)
     Path(args.json_out).write_text(json.dumps(report, indent=1), encoding="utf-8")
     if args.md:
         before = json.loads(Path(args.before).read_text(encoding="utf-8")) if args.before else None

@@ -16,7 +16,7 @@ import numpy as np
 from smartcache.context.normalize import request_words, words_only
 from smartcache.decide.cross_encoder import SERVED, CrossEncoder
 from smartcache.decide.decision import Decision, Reason, Scores, Zone
-from smartcache.decide.evidence import Evidence, gather
+from smartcache.decide.evidence import Evidence, bare_reading, gather, one_sided
 from smartcache.decide.match import ALL_RULES, MODIFY, Switches, judge
 from smartcache.decide.rules import ReasonCode as R
 from smartcache.decide.thresholds import Thresholds, ThresholdTable
@@ -213,18 +213,20 @@ class Decider:
         if self.cross_encoder is not None and open_:
             x = np.concatenate([x, cross.astype(np.float32)], axis=1)
         probs = self.verifier.predict(x) if open_ else np.zeros((0, 3))
+        tier, lang = tier_of(fp.signature.domain), lang_of(fp.signature.text)
+        bare = self._bare_doubts(fp, open_, x, probs, tier, lang)
 
         def read(i: int) -> str:
-            return f"; cross-encoder p(same) {float(cross[i, P_SAME]):.3f}" if len(cross) else ""
+            said = f"; cross-encoder p(same) {float(cross[i, P_SAME]):.3f}" if len(cross) else ""
+            return said + (f"; {bare[i]}" if i in bare else "")
         ranked = sorted(range(len(open_)), key=lambda i: probs[i, P_SAME], reverse=True)
         n = len(candidates)
 
         def scores(e: Evidence) -> Scores:
             return Scores(e.turn, e.context)
 
-        tier = tier_of(fp.signature.domain)
         packaged = limits.same if limits.same is not None else self.verifier.operating_point(
-            tier, fp.signature.has_context, lang_of(fp.signature.text))
+            tier, fp.signature.has_context, lang)
         needed, how = (packaged, "") if policy is None else policy.point(stratum_of(fp), packaged)
         # The same request word for word after normalisation (punctuation aside), after the same history, is the
         # same request: no model's doubt about it is worth a miss (an exact repeat was refused at
@@ -296,6 +298,32 @@ class Decider:
                 None, Scores(c.similarity, None), candidates=n), None, None
         return Decision(Zone.MISS, tuple(reasons) + (Reason(R.NO_CANDIDATE, "nothing cached in this scope"),),
                         candidates=0), None, None
+
+    def _bare_doubts(self, fp: Fingerprint, open_: Sequence[Evidence], x: np.ndarray, probs: np.ndarray,
+                     tier: str, lang: str) -> dict[int, str]:
+        """A candidate whose history is on one side only must also pass as the two bare
+        requests: where it does not, its P(same) is lowered (in ``probs``) to the bare pair's,
+        and the returned note says why. The verifier has hardly seen the one-sided shape, and
+        there it served "Excel: freeze the first column" the answer to "Excel: merge two
+        columns" at p(same) 0.995 once the asker said what they were working on (0.30 bare).
+        A turn that depends on the history never gets here (``referent_changed``)."""
+        assert self.verifier is not None
+        sided = [i for i, e in enumerate(open_) if one_sided(e, fp)]
+        if not sided:
+            return {}
+        rules = len(open_[0].features)           # the cross-encoder's columns, if any, follow them
+        rows = x[sided].copy()
+        rows[:, :rules] = bare_reading(rows[:, :rules])
+        q = self.verifier.predict(rows)[:, P_SAME]
+        needed = self.verifier.operating_point(tier, False, lang)
+        notes: dict[int, str] = {}
+        for i, qi in zip(sided, q.tolist()):
+            if qi < needed and qi < probs[i, P_SAME]:
+                notes[i] = (f"read as the bare requests (the history is on one side only), p(same) {qi:.3f} "
+                            f"< {needed:.3f}, from {float(probs[i, P_SAME]):.3f}")
+                modify = float(probs[i, P_MODIFY])
+                probs[i] = (qi, modify, 1.0 - qi - modify)
+        return notes
 
     def _continuation(self, fp: Fingerprint, continued: Sequence[Entry]) -> tuple[Entry, Reason] | None:
         """A follow-up that changes a condition of the cached previous turn: its history is
