@@ -53,7 +53,7 @@ from smartcache.decide.rules import ReasonCode as R
 from smartcache.decide.side import Side, side_of
 from smartcache.decide.swaps import (
     _align_numbers, _anaphora, _edited_turn, _noun_swap_sets, _opposite_swap, _order_swapped, _roles_swapped,
-    exchanged_spans, substituted_spans,
+    comparative_reversed, exchanged_spans, substituted_spans,
 )
 from smartcache.decide.tokens import _common_share, _is_question_words, diff
 from smartcache.fingerprint import ChangeFlag, Fingerprint, Signature, has_reference, skeletons_conflict
@@ -416,6 +416,9 @@ def _wording(tally: _Tally, probe: Signature, cached: Signature, mine: Side, the
     opposite = _opposite_swap(a, b)
     if opposite:
         signal("opposite_words", f"{opposite[0]!r} became {opposite[1]!r}", "opposite_words")
+    quality = comparative_reversed(a, b)
+    if quality:
+        signal("opposite_actions", f"{quality[0]!r} became {quality[1]!r}: one quality, the other way")
     if _order_swapped(probe.entities, cached.entities) and mine.order_matters and theirs.order_matters:
         start_a, start_b = _origin(a, cached.entities), _origin(b, probe.entities)
         if start_a and start_b and start_a != start_b:

@@ -29,7 +29,7 @@ from smartcache.decide.decision import Reason, Zone
 from smartcache.decide.polarity import _polarity_differs
 from smartcache.decide.swaps import (
     _ORDER_MATTERS, _align_numbers, _anaphora, _defined_term, _edited_turn, _noun_swap, _opposite_swap,
-    _order_swapped, _roles_swapped, exchanged_spans, substituted_spans,
+    _order_swapped, _roles_swapped, comparative_reversed, exchanged_spans, substituted_spans,
 )
 from smartcache.decide.thresholds import Thresholds
 from smartcache.decide.tokens import _is_question_words, _tokens  # noqa: F401  (_tokens: tests read it here)
@@ -189,6 +189,10 @@ def _entity_verdict(fp: Fingerprint, entry: Entry, switches: Switches, context: 
     if opposite:     # "改成晚上出发" modifies a request, like a changed entity
         zone = Zone.HALF_HIT if modifies else Zone.MISS
         return verdict(zone, "opposite_words", f"{opposite[0]!r} became {opposite[1]!r}", context)
+    quality = comparative_reversed(cached.text, probe.text)
+    if quality:
+        return verdict(Zone.MISS, "opposite_actions", f"{quality[0]!r} became {quality[1]!r}: one quality, "
+                                                      "the other way", context)
     if _order_swapped(probe.entities, cached.entities) and _ORDER_MATTERS.search(probe.text) \
             and _ORDER_MATTERS.search(cached.text):
         return verdict(Zone.MISS, "entity_order", "the same entities in another order (from/to, A vs B)", context)

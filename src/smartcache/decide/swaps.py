@@ -335,5 +335,50 @@ def _opposite_swap(a: str, b: str) -> tuple[str, str] | None:
     return None
 
 
+_WORD = re.compile(r"[a-z]{3,}")
+_VOWELS = frozenset("aeiou")
+
+
+def _comparatives(adjective: str) -> frozenset[str]:
+    """The -er forms an English adjective can take: spicy -> spicier, safe -> safer,
+    big -> bigger, formal -> formaler (never a word, so never met)."""
+    forms = {adjective + "er"}
+    if adjective.endswith("e"):
+        forms.add(adjective + "r")
+    if adjective.endswith("y"):
+        forms.add(adjective[:-1] + "ier")
+    if len(adjective) >= 3 and adjective[-1] not in _VOWELS | {"w", "x", "y"} and adjective[-2] in _VOWELS \
+            and adjective[-3] not in _VOWELS:
+        forms.add(adjective + adjective[-1] + "er")
+    return frozenset(forms)
+
+
+def comparative_reversed(a: str, b: str) -> tuple[str, str] | None:
+    """One request asks for "less X" where the other asks for X's -er form ("make it less
+    spicy" / "make it spicier"): opposite directions of one quality. "more X" against "less X"
+    is the lexicon's stance pair already, and "X-er" against "more X" asks the same.
+
+    >>> comparative_reversed("How do I make it spicier?", "How do I make it less spicy?")
+    ('spicier', 'less spicy')
+    >>> comparative_reversed("Make the loop faster", "Make the loop run faster") is None
+    True
+    """
+    words_a, words_b = a.lower().split(), b.lower().split()
+    clean = lambda w: w.strip(".,;:!?\"'()")
+    for first, second in ((words_a, words_b), (words_b, words_a)):
+        later = [clean(w) for w in second]
+        for i, word in enumerate(first[:-1]):
+            quality = clean(first[i + 1])
+            if clean(word) != "less" or not _WORD.fullmatch(quality):
+                continue
+            if f"less {quality}" in " ".join(later):
+                continue        # both ask for less of it
+            found = _comparatives(quality) & set(later)
+            if found:
+                pair = (min(found), f"less {quality}")
+                return pair if first is words_b else (pair[1], pair[0])
+    return None
+
+
 def _order_swapped(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
     return len(a) >= 2 and sorted(a) == sorted(b) and list(a) != list(b)
