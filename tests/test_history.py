@@ -141,6 +141,15 @@ MISSES = [
      convo("我订了13号去成都的机票", "好的，我看一下这个订单。", *CHAT_ZH * 2, "还能改签吗？"), "history_fact_changed", "3"),
     ("first-zh", convo("帮我退掉这件外套", "可以，请提供订单号。", "订单号是 88123", "收到。", "那就办吧"),
      convo("帮我换一件外套", "可以，请提供订单号。", "订单号是 88123", "收到。", "那就办吧"), "history_fact_changed", "turn 1"),
+    # The offer follows an "ok": a short reply to small talk, but one that names a number is the offer.
+    ("offer-after-ok-en", convo("Can you help me pick a phone plan?", "Sure, what do you use it for?", "ok",
+                                "Then the 20 GB plan at $35 a month fits. Shall I sign you up?", "yes please"),
+     convo("Can you help me pick a phone plan?", "Sure, what do you use it for?", "ok",
+           "Then the 50 GB plan at $55 a month fits. Shall I sign you up?", "yes please"),
+     "reply_target_changed", "turn 4 (assistant)"),
+    ("offer-after-ok-zh", convo("我想给孩子报个游泳班", "好的，孩子几岁了？", "嗯嗯", "那推荐周六上午9点的班，12节课1800元，要报吗？", "行，就这么办吧"),
+     convo("我想给孩子报个游泳班", "好的，孩子几岁了？", "嗯嗯", "那推荐周日下午3点的班，10节课1500元，要报吗？", "行，就这么办吧"),
+     "reply_target_changed", "turn 4 (assistant)"),
 ]
 
 
@@ -183,6 +192,10 @@ HITS = [
            "What's the default admin password after the reset?")),
     ("chatter-zh", convo("宽带总是断网怎么办", "先重启光猫和路由器试试。", "哈哈好的", "不客气~", "路由器要怎么恢复出厂设置"),
      convo("宽带总是断网怎么办", "先重启光猫和路由器试试。", "嗯嗯明白", "好的", "路由器要怎么恢复出厂设置")),
+    ("welcome-en", convo("How do I reset my router password?", "Hold the reset button for 10 seconds.", "ok thanks",
+                         "Glad to help, anything else?", "What's the default admin password after the reset?"),
+     convo("How do I reset my router password?", "Hold the reset button for 10 seconds.", "ok thanks",
+           "No problem at all!", "What's the default admin password after the reset?")),
     ("same-zh", convo("我想订明天去上海的高铁", "有两个车次，推荐 G1，要订吗？", "好的，就这个"),
      convo("我想订明天去上海的高铁", "有两个车次，推荐 G1，要订吗？", "好的，就这个")),
 ]

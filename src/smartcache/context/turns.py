@@ -17,6 +17,8 @@ accepts. A record per prior turn keeps what an alignment needs (``decide.history
     [(1, 'user', False), (2, 'assistant', False), (3, 'user', True), (4, 'assistant', True)]
     >>> recs[1].excerpt
     'let me check. … shall i look for later flights?'
+    >>> [r.chatter for r in turn_records([("user", "ok"), ("assistant", "Then I'd book the 9:40 flight, ok?")])]
+    [True, False]
 """
 
 from __future__ import annotations
@@ -93,6 +95,9 @@ def _excerpt(role: str, text: str) -> str:
     return out if len(out) <= limit else f"{out[:limit // 2].rstrip()} … {out[-limit // 2:].lstrip()}"
 
 
+_DIGIT = re.compile(r"\d")
+
+
 def turn_records(turns: Sequence[tuple[str, str]]) -> tuple[TurnRecord, ...]:
     """One record per prior turn, from ``(role, normalised text with case kept)`` pairs, oldest
     first; of a history longer than ``HEAD_TURNS + TAIL_TURNS``, its head and its tail."""
@@ -105,8 +110,10 @@ def turn_records(turns: Sequence[tuple[str, str]]) -> tuple[TurnRecord, ...]:
         if role == "user":
             chatter = after_chatter = is_small_talk(norm)
         else:
-            # The assistant's short answer to small talk is small talk too ("You're welcome!").
-            chatter = (after_chatter and len(norm) <= 60) or is_small_talk(norm)
+            # The assistant's short answer to small talk is small talk too ("You're welcome!"),
+            # unless it names a number: "好的" may be followed by the offer itself ("我建议直接帮您
+            # 办退卡，大概能退回2,390元。您看可以吗？"), which a "行，就这么办吧" then accepts.
+            chatter = (after_chatter and len(norm) <= 60 and not _DIGIT.search(norm)) or is_small_talk(norm)
             after_chatter = False
         if keep(i):
             out.append(TurnRecord(i + 1, role, turn_digest(norm), chatter, "" if chatter else _excerpt(role, norm),
