@@ -86,7 +86,7 @@ _INDEX = {name: i for i, name in enumerate(FEATURES)}
 _NEGATORS = frozenset("别 不 没 勿 禁 无 未 非 莫 甭 not don't dont never no without avoid "
                       "shouldn't can't cannot won't doesn't isn't aren't".split())
 # Rule codes that are hard vetoes. Everything else the rules say is a signal for the verifier.
-HARD_VETOES = frozenset({R.QUANTITY_CHANGE, R.INTENT_REVERSAL, R.APPENDED_INSTRUCTION, R.APPENDED_CONSTRAINT,
+HARD_VETOES = frozenset({R.QUANTITY_CHANGE, R.NAME_SWAPPED, R.INTENT_REVERSAL, R.APPENDED_INSTRUCTION, R.APPENDED_CONSTRAINT,
                          R.OPPOSITE_ACTIONS, R.DIRECTION_REVERSED, R.PARTS_EXCHANGED, R.CONTEXT_DEPENDENT,
                          R.REPLY_TARGET_CHANGED, R.REFERENT_CHANGED, R.HISTORY_FACT_CHANGED, R.HISTORY_UNSEEN})
 # A route: which end it starts from is its meaning. "A or B", "A vs B" are symmetric and stay evidence.
@@ -442,6 +442,25 @@ def _wording(tally: _Tally, probe: Signature, cached: Signature, mine: Side, the
              and not _anaphora(p, q, a, b) and not (_is_question_words(p) or _is_question_words(q))]
     if swaps:
         signal("related_but_different", f"one-slot edit {swaps[:3]}", "one_slot_edit")
+    swapped = _name_swapped(probe, cached, swaps)
+    if swapped:
+        signal("name_swapped", f"{swapped[0]!r} in place of {swapped[1]!r}, the rest word for word")
+
+
+def _name_swapped(probe: Signature, cached: Signature, swaps: list[tuple[str, str]]) -> tuple[str, str] | None:
+    """The one slot edited is one name for another: a different request. Measured before it
+    became a veto, over 13,439 public pairs (LCQMC, BQ, QQP, PAWS-X): it fired on 57, 54
+    labelled different; of the three labelled the same, two are QQP template noise (Montreal /
+    Hamilton) and one an alias (USA / US), a miss at worst."""
+    if len(swaps) != 1:
+        return None
+    names = lambda sig, other: {e.split(":", 1)[1].lower() for e in sig.entities if e.startswith("name:")} \
+        - {e.split(":", 1)[1].lower() for e in (*other.entities, *other.context_entities) if e.startswith("name:")}
+    added, dropped = names(probe, cached), names(cached, probe)
+    slot = {swaps[0][0].lower(), swaps[0][1].lower()}
+    if len(added) == 1 and len(dropped) == 1 and slot == added | dropped:
+        return next(iter(added)), next(iter(dropped))
+    return None
 
 
 def _history(tally: _Tally, probe: Signature, cached: Signature, context: float | None, global_free: bool) -> None:

@@ -47,6 +47,7 @@ class ReasonCode(enum.StrEnum):
     STORE_ERROR = "store_error", "gate", "the store failed; the cache fails open to the engine"
     # veto: near-certain signals, shown on public minimal pairs
     QUANTITY_CHANGE = "quantity_change", "veto", "a normalised number, amount, date or time was replaced by another"
+    NAME_SWAPPED = "name_swapped", "veto", "one name put in another's place, the rest word for word ('Beijing to Chengdu' / 'Beijing to Xi'an')"
     INTENT_REVERSAL = "intent_reversal", "veto", "one request negates or reverses what the other asks"
     OPPOSITE_ACTIONS = "opposite_actions", "veto", "the requests ask for opposite actions (enable / disable)"
     DIRECTION_REVERSED = "direction_reversed", "veto", "the same two places the other way round (from / to)"
