@@ -21,9 +21,16 @@ def test_zh_to_int(run, value):
     ("预算八千", "预算8000"), ("三天", "3 天"), ("预算5千块", "预算 5000 元"), ("1.5万元", "15000元"),
     ("５０００元", "5000元"), ("怎么部署？", "怎么部署?"), ("How  DO I deploy", "how do i deploy"),
     ("用户：开启 A 功能", "开启A功能"), ("￥5,000", "5000元"), ("星期三", "周三"), ("300 dollars", "$300"),
+    # a thousands separator before a Chinese unit (a word character, so no \b after the group)
+    ("预算2,390元", "预算2390元"), ("月薪12,000元", "月薪12000元"), ("1,500,000人", "1500000人"),
 ])
 def test_equivalent_spellings_normalise_alike(a, b):
     assert normalize_text(a) == normalize_text(b)
+
+
+@pytest.mark.parametrize("text", ["选1,2,3中的哪个", "1,2345", "第3,4题怎么做"])
+def test_a_comma_that_is_no_thousands_separator_stays(text):
+    assert "," in normalize_text(text)
 
 
 @pytest.mark.parametrize("text", ["我想问一下", "一起去吧", "千万别忘了", "万一下雨怎么办", "十分好看"])

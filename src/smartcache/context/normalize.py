@@ -64,7 +64,9 @@ _CNY = [
     (re.compile(r"(?<!\d)(\d+(?:\.\d+)?)\s*(?:美元|美金|刀|usd|dollars?|bucks)(?![a-z])", re.IGNORECASE), r"$\1"),
     (re.compile(r"(?:usd|us\$)\s*(\d+(?:\.\d+)?)", re.IGNORECASE), r"$\1"),
 ]
-_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
+# A thousands separator: a comma between a digit and a group of exactly three. Not "\b" after the
+# group: a Chinese unit is a word character, so "2,390元" kept its comma and read as 2 and 390.
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 
 
 def normalize_text(text: str, *, lower: bool = True) -> str:
