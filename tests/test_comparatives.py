@@ -1,8 +1,9 @@
 """"Less X" against X's -er form asks for one quality the other way ("make it less spicy" /
 "make it spicier"): the `opposite_actions` veto. "More X" against "less X" is the lexicon's
 stance pair already; "X-er" against "more X" asks the same. Each example here was written for
-this rule. Measured before it became a veto: over QQP (64,130 pairs) and GPTCache's set (999)
-it fires on none; over the dev sets and the benchmark, once, on a case labelled a miss. Known
+this rule. Measured before it became a veto: over 8,788 QQP, GPTCache and LCQMC pairs it fires
+on none (scripts/rule_on_pairs.py); over the dev sets and the benchmark, once, on a case
+labelled a miss. Known
 to over-fire on a comparison put the other way round ("Which is less risky, bonds or stocks?"
 / "Are bonds riskier than stocks?"): a miss, never a wrong answer."""
 
