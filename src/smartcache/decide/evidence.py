@@ -86,9 +86,10 @@ _INDEX = {name: i for i, name in enumerate(FEATURES)}
 _NEGATORS = frozenset("别 不 没 勿 禁 无 未 非 莫 甭 not don't dont never no without avoid "
                       "shouldn't can't cannot won't doesn't isn't aren't".split())
 # Rule codes that are hard vetoes. Everything else the rules say is a signal for the verifier.
-HARD_VETOES = frozenset({R.QUANTITY_CHANGE, R.NAME_SWAPPED, R.INTENT_REVERSAL, R.APPENDED_INSTRUCTION, R.APPENDED_CONSTRAINT,
-                         R.OPPOSITE_ACTIONS, R.DIRECTION_REVERSED, R.PARTS_EXCHANGED, R.CONTEXT_DEPENDENT,
-                         R.REPLY_TARGET_CHANGED, R.REFERENT_CHANGED, R.HISTORY_FACT_CHANGED, R.HISTORY_UNSEEN})
+HARD_VETOES = frozenset({R.QUANTITY_CHANGE, R.NAME_SWAPPED, R.INTENT_REVERSAL, R.APPENDED_INSTRUCTION,
+                         R.APPENDED_CONSTRAINT, R.OPPOSITE_ACTIONS, R.DIRECTION_REVERSED, R.PARTS_EXCHANGED,
+                         R.CONTEXT_DEPENDENT, R.REPLY_TARGET_CHANGED, R.REFERENT_CHANGED, R.HISTORY_FACT_CHANGED,
+                         R.HISTORY_UNSEEN})
 # A route: which end it starts from is its meaning. "A or B", "A vs B" are symmetric and stay evidence.
 _FROM = re.compile(r"从|\bfrom\s", re.I)
 
@@ -130,7 +131,7 @@ _BARE = {"context_similarity": 1.0, "same_history": 1.0, "probe_has_context": 0.
          "probe_history_turns": 0.0, "cached_history_turns": 0.0, "topic_similarity": -1.0}
 
 
-def one_sided(evidence: "Evidence", fp: Fingerprint) -> bool:
+def one_sided(evidence: Evidence, fp: Fingerprint) -> bool:
     """Only one of the two requests has a history."""
     return fp.signature.has_context != evidence.entry.signature.has_context
 

@@ -366,14 +366,14 @@ def comparative_reversed(a: str, b: str) -> tuple[str, str] | None:
     words_a, words_b = a.lower().split(), b.lower().split()
     clean = lambda w: w.strip(".,;:!?\"'()")
     for first, second in ((words_a, words_b), (words_b, words_a)):
-        later = [clean(w) for w in second]
+        other = [clean(w) for w in second]
         for i, word in enumerate(first[:-1]):
             quality = clean(first[i + 1])
             if clean(word) != "less" or not _WORD.fullmatch(quality):
                 continue
-            if f"less {quality}" in " ".join(later):
+            if f"less {quality}" in " ".join(other):
                 continue        # both ask for less of it
-            found = _comparatives(quality) & set(later)
+            found = _comparatives(quality) & set(other)
             if found:
                 pair = (min(found), f"less {quality}")
                 return pair if first is words_b else (pair[1], pair[0])
