@@ -143,6 +143,21 @@ def test_time_sensitive_is_never_cached(cache, text):
     assert decision.zone is Zone.MISS and not decision.cacheable
 
 
+@pytest.mark.parametrize("text", ["翻译成英文：明天几点开会？", "把这句话翻译成日语：我今天请假。",
+                                  "Rewrite this more politely: the meeting moved to today.",
+                                  "Translate into French: see you tomorrow at 5"])
+def test_material_to_translate_or_rewrite_is_not_a_question_about_now(cache, text):
+    """After an instruction that only transforms its material, the material's "today" is text
+    to work on: the answer is the same whenever it is asked."""
+    assert cache.store([U(text)], "…", session="s1").stored
+
+
+@pytest.mark.parametrize("text", ["查一下：明天杭州天气怎么样", "Tell me: what's the weather in Paris today?",
+                                  "翻译一下今天的新闻"])
+def test_a_question_about_now_after_a_colon_is_still_time_sensitive(cache, text):
+    assert cache.store([U(text)], "…", session="s1").reason == "time_sensitive"
+
+
 @pytest.mark.parametrize("text", ["这个药一天吃几次", "合同违约金一般怎么算", "What dosage of ibuprofen is safe?"])
 def test_high_risk_domains_are_off_by_default(cache, text):
     assert cache.store([U(text)], "…", session="s1").reason == "domain_disabled"

@@ -233,18 +233,58 @@ def skeletons_conflict(a: str, b: str) -> bool:
     return a != b and (a in STRONG_SKELETONS or b in STRONG_SKELETONS)
 
 
+# Actions that only transform the material they are given: after "翻译成英文：" or "rewrite
+# this:", any material, however short, is worked on ("我明天请假" is no question about tomorrow).
+_TRANSFORMS = ("polish", "translate", "summarise", "shorten", "expand", "title", "rewrite")
+
+
 def instruction_part(text: str) -> str:
     """The instruction of an "instruction: material" turn ("总结要点：由于天气原因……"): words
-    inside the material are what is worked on, not what is asked."""
+    inside the material are what is worked on, not what is asked. Material is 15 characters
+    or more, or anything after an instruction that transforms it.
+
+        >>> instruction_part("把这句话翻译成英文:我明天请假。"), instruction_part("查一下:明天天气怎么样")
+        ('把这句话翻译成英文', '查一下:明天天气怎么样')
+    """
     for mark in (":", "?"):
         head, sep, tail = text.partition(mark)
-        if sep and len(tail.strip()) >= 15 and len(head) <= 60:
+        if not sep or len(head) > 60 or not tail.strip():
+            continue
+        if len(tail.strip()) >= 15 or mark == ":" and _transforms(head):
             return head
     return text
 
 
+def _transforms(instruction: str) -> bool:
+    return any(_ACTIONS[name].search(instruction) for name in _TRANSFORMS)
+
+
+# Material that asks something: "quick question: what's the weather in paris today?" is a
+# question about today, however long, where "make this formal: saturday's event moves to next
+# sunday" only hands over a text.
+_MATERIAL_ASKS = re.compile(r"\?|[吗呢么][\s。.!！]*$|怎么|什么|多少|几[点号天时]|哪|"
+                            r"^\s*(?:what|how|when|where|who|which|why|is|are|do|does|did|can|could|will|would|"
+                            r"should)\b", re.I)
+
+
 def is_time_sensitive(text: str) -> bool:
-    return bool(TIME_SENSITIVE.search(instruction_part(text)))
+    """Whether the answer depends on when it is asked. Time words in the material of an
+    "instruction: material" turn do not count when the instruction only transforms it
+    ("翻译成英文：明天几点开会"), or when the material is 15 characters or more and asks
+    nothing ("make this formal: saturday's event moves to next sunday"); a question after the
+    mark is read ("quick question: what's the weather in paris today?").
+
+        >>> [is_time_sensitive(t) for t in ("翻译成英文:明天几点开会?", "quick question: what's the weather in paris today?",
+        ...                                 "make this formal: saturday's event moves to next sunday.")]
+        [False, True, False]
+    """
+    for mark in (":", "?"):
+        head, sep, tail = text.partition(mark)
+        if not sep or len(head) > 60 or not tail.strip():
+            continue
+        if _transforms(head) or len(tail.strip()) >= 15 and not _MATERIAL_ASKS.search(tail):
+            return bool(TIME_SENSITIVE.search(head))
+    return bool(TIME_SENSITIVE.search(text))
 
 
 def has_reference(text: str) -> bool:
