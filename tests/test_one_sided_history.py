@@ -78,19 +78,26 @@ def test_the_refusal_says_it_read_the_bare_requests(encoder):
 
 
 @pytest.mark.integration
-def test_a_background_on_one_side_serves_no_more_near_misses(encoder):
-    """BQ (held out of training whole): 120 pairs labelled different questions, each judged
-    bare and with an unrelated exchange before one side. The history must not turn misses
-    into hits."""
+@pytest.mark.parametrize("source", ["bq", "qqp"])
+def test_a_background_on_one_side_serves_no_more_near_misses(encoder, source):
+    """Pairs labelled different questions (BQ is held out of training whole; QQP's rows here
+    are drawn apart from training's seed), each judged bare and with an unrelated exchange
+    before one side. The history must not turn misses into hits. The English exchanges are
+    about an order, so the request's domain (read from its history when its turn names none)
+    is not its turn's: the bare reading must use the turn's own point."""
     data = shared_data()
     if data is None:
         pytest.skip("../shared/data is absent: the public pair sets are needed")
     from smartcache.eval.calibrate import load_pair_set
-    rows = [(a, b) for a, b, label in load_pair_set("bq", data) if not label and a != b]
+    rows = [(a, b) for a, b, label in load_pair_set(source, data) if not label and a != b]
     random.Random(28).shuffle(rows)
-    backgrounds = [ACCOUNTS, REPORT, [U("我下个月要去杭州出差"), A("好的，祝出差顺利。")]]
+    backgrounds = {
+        "bq": [ACCOUNTS, REPORT, [U("我下个月要去杭州出差"), A("好的，祝出差顺利。")]],
+        "qqp": [[U("I ordered a phone case last week and I want to return it."), A("Sure, I can help with your order.")],
+                FINANCES, [U("My package arrived damaged yesterday."), A("Sorry about that! Let's sort it out.")]],
+    }[source]
     served = {"bare": 0, "request": 0, "cached": 0}
-    for i, (a, b) in enumerate(rows[:120]):
+    for i, (a, b) in enumerate(rows[:200]):
         for side in served:
             history = [] if side == "bare" else backgrounds[i % len(backgrounds)]
             found = lookup(encoder, a, b, history, "request" if side == "bare" else side)

@@ -24,7 +24,7 @@ from smartcache.decide.verifier import MODIFY as P_MODIFY, SAME as P_SAME, TreeV
 from smartcache.decide.validate import check_answer, constraints_of
 from smartcache.defaults import DEFAULTS
 from smartcache.fingerprint import HIGH_RISK_DOMAINS, ChangeFlag, Fingerprint
-from smartcache.fingerprint.tags import corrects_an_answer
+from smartcache.fingerprint.tags import corrects_an_answer, intent_domain
 from smartcache.store import Entry, EntryState, Scope, ScoredEntry
 
 
@@ -306,16 +306,20 @@ class Decider:
         and the returned note says why. The verifier has hardly seen the one-sided shape, and
         there it served "Excel: freeze the first column" the answer to "Excel: merge two
         columns" at p(same) 0.995 once the asker said what they were working on (0.30 bare).
-        A turn that depends on the history never gets here (``referent_changed``)."""
+        A turn that depends on the history never gets here (``referent_changed``). The bare
+        pair's point is the stricter of the request's tier and its turn's alone (a request's
+        domain comes from its history when its turn names none)."""
         assert self.verifier is not None
         sided = [i for i, e in enumerate(open_) if one_sided(e, fp)]
         if not sided:
             return {}
         rules = len(open_[0].features)           # the cross-encoder's columns, if any, follow them
+        mine = intent_domain(fp.signature.text)
         rows = x[sided].copy()
-        rows[:, :rules] = bare_reading(rows[:, :rules])
+        rows[:, :rules] = bare_reading(rows[:, :rules],
+                                       [intent_domain(open_[i].entry.signature.text) == mine for i in sided])
         q = self.verifier.predict(rows)[:, P_SAME]
-        needed = self.verifier.operating_point(tier, False, lang)
+        needed = max(self.verifier.operating_point(t, False, lang) for t in (tier, tier_of(mine)))
         notes: dict[int, str] = {}
         for i, qi in zip(sided, q.tolist()):
             if qi < needed and qi < probs[i, P_SAME]:

@@ -40,7 +40,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import NamedTuple
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
@@ -128,7 +128,8 @@ class Evidence:
 # changes nothing), and there it served different questions at p(same) 0.99; the bare pair is
 # what thousands of its rows are.
 _BARE = {"context_similarity": 1.0, "same_history": 1.0, "probe_has_context": 0.0, "cached_has_context": 0.0,
-         "probe_history_turns": 0.0, "cached_history_turns": 0.0, "topic_similarity": -1.0}
+         "probe_history_turns": 0.0, "cached_history_turns": 0.0, "topic_similarity": -1.0,
+         "context_entities_jaccard": 1.0, "context_entities_differ": 0.0}
 
 
 def one_sided(evidence: Evidence, fp: Fingerprint) -> bool:
@@ -136,11 +137,14 @@ def one_sided(evidence: Evidence, fp: Fingerprint) -> bool:
     return fp.signature.has_context != evidence.entry.signature.has_context
 
 
-def bare_reading(features: np.ndarray) -> np.ndarray:
-    """``features`` (a row, or rows) with the histories' columns set as if neither side had one."""
+def bare_reading(features: np.ndarray, domains_equal: Sequence[bool]) -> np.ndarray:
+    """``features`` (rows) with the histories' columns set as if neither side had one;
+    ``domains_equal``: per row, whether the two last turns alone read as one domain (a
+    request's domain comes from its history when its turn names none)."""
     out = np.array(features, np.float32, copy=True)
     for name, value in _BARE.items():
-        out[..., _INDEX[name]] = value
+        out[:, _INDEX[name]] = value
+    out[:, _INDEX["domain_equal"]] = np.asarray(domains_equal, np.float32)
     return out
 
 
