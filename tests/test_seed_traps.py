@@ -153,7 +153,10 @@ def test_material_to_translate_or_rewrite_is_not_a_question_about_now(cache, tex
 
 
 @pytest.mark.parametrize("text", ["查一下：明天杭州天气怎么样", "Tell me: what's the weather in Paris today?",
-                                  "翻译一下今天的新闻"])
+                                  "翻译一下今天的新闻", "总结一下：今天的新闻", "Summarize: today's news",
+                                  "要点：今天股市行情", "Tell me: the weather in Paris today",
+                                  "Summarize the 8:00 news today",
+                                  "Is the store open at 9:00 tomorrow morning in the city centre?"])
 def test_a_question_about_now_after_a_colon_is_still_time_sensitive(cache, text):
     assert cache.store([U(text)], "…", session="s1").reason == "time_sensitive"
 

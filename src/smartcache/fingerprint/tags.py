@@ -233,25 +233,36 @@ def skeletons_conflict(a: str, b: str) -> bool:
     return a != b and (a in STRONG_SKELETONS or b in STRONG_SKELETONS)
 
 
-# Actions that only transform the material they are given: after "翻译成英文：" or "rewrite
-# this:", any material, however short, is worked on ("我明天请假" is no question about tomorrow).
-_TRANSFORMS = ("polish", "translate", "summarise", "shorten", "expand", "title", "rewrite")
+# Actions that only transform the text they are given: after "翻译成英文：" or "rewrite this:",
+# any material, however short, is worked on ("我明天请假" is no question about tomorrow). Not a
+# summary or a title: "总结一下：今天的新闻" names a topic, not a text.
+_TRANSFORMS = ("translate", "polish", "rewrite")
+# An instruction that points at the material it hands over ("make this sound formal:", "帮我看看
+# 这封邮件：", "总结要点：").
+_POINTS_AT_MATERIAL = re.compile(r"\b(?:this|these|the following|below|text|sentence|paragraph|email|message|"
+                                 r"letter|reply)\b|这|以下|下面|如下|下列", re.I)
+# A colon between two digits is a clock time ("9:00"), never a mark before material.
+_MARK = {":": re.compile(r"(?<!\d):|:(?!\d)"), "?": re.compile(r"\?")}
+
+
+def _splits(text: str, mark: str) -> list[tuple[str, str]]:
+    """Every (instruction, material) split of ``text`` at ``mark``, first mark first
+    ("just checking: make this casual: …" has two)."""
+    return [(text[:m.start()], text[m.end():]) for m in _MARK[mark].finditer(text)]
 
 
 def instruction_part(text: str) -> str:
     """The instruction of an "instruction: material" turn ("总结要点：由于天气原因……"): words
     inside the material are what is worked on, not what is asked. Material is 15 characters
-    or more, or anything after an instruction that transforms it.
+    or more, or anything after an instruction that only transforms it.
 
         >>> instruction_part("把这句话翻译成英文:我明天请假。"), instruction_part("查一下:明天天气怎么样")
         ('把这句话翻译成英文', '查一下:明天天气怎么样')
     """
     for mark in (":", "?"):
-        head, sep, tail = text.partition(mark)
-        if not sep or len(head) > 60 or not tail.strip():
-            continue
-        if len(tail.strip()) >= 15 or mark == ":" and _transforms(head):
-            return head
+        for head, tail in _splits(text, mark)[:1]:
+            if len(head) <= 60 and tail.strip() and (len(tail.strip()) >= 15 or mark == ":" and _transforms(head)):
+                return head
     return text
 
 
@@ -260,8 +271,7 @@ def _transforms(instruction: str) -> bool:
 
 
 # Material that asks something: "quick question: what's the weather in paris today?" is a
-# question about today, however long, where "make this formal: saturday's event moves to next
-# sunday" only hands over a text.
+# question about today, however long.
 _MATERIAL_ASKS = re.compile(r"\?|[吗呢么][\s。.!！]*$|怎么|什么|多少|几[点号天时]|哪|"
                             r"^\s*(?:what|how|when|where|who|which|why|is|are|do|does|did|can|could|will|would|"
                             r"should)\b", re.I)
@@ -270,21 +280,30 @@ _MATERIAL_ASKS = re.compile(r"\?|[吗呢么][\s。.!！]*$|怎么|什么|多少|
 def is_time_sensitive(text: str) -> bool:
     """Whether the answer depends on when it is asked. Time words in the material of an
     "instruction: material" turn do not count when the instruction only transforms it
-    ("翻译成英文：明天几点开会"), or when the material is 15 characters or more and asks
-    nothing ("make this formal: saturday's event moves to next sunday"); a question after the
-    mark is read ("quick question: what's the weather in paris today?").
+    ("翻译成英文：明天几点开会"), or when it points at material of 15 characters or more that
+    asks nothing ("make this formal: saturday's event moves to next sunday"). Anything else
+    after the mark is read: a question ("quick question: what's the weather in paris today?"),
+    a topic ("总结一下：今天的新闻"), a bare "tell me: the weather in paris today".
 
         >>> [is_time_sensitive(t) for t in ("翻译成英文:明天几点开会?", "quick question: what's the weather in paris today?",
-        ...                                 "make this formal: saturday's event moves to next sunday.")]
-        [False, True, False]
+        ...                                 "make this formal: saturday's event moves to next sunday.", "总结一下:今天的新闻",
+        ...                                 "just checking: make this casual: the event moves to next sunday.")]
+        [False, True, False, True, False]
     """
     for mark in (":", "?"):
-        head, sep, tail = text.partition(mark)
-        if not sep or len(head) > 60 or not tail.strip():
-            continue
-        if _transforms(head) or len(tail.strip()) >= 15 and not _MATERIAL_ASKS.search(tail):
-            return bool(TIME_SENSITIVE.search(head))
+        for head, tail in _splits(text, mark):
+            tail = tail.strip()
+            if len(head) > 60 or not tail:
+                continue
+            if _transforms(head) or (len(tail) >= 15 and not _MATERIAL_ASKS.search(tail)
+                                     and (_POINTS_AT_MATERIAL.search(head) or task_actions_of(head))):
+                return bool(TIME_SENSITIVE.search(head))
     return bool(TIME_SENSITIVE.search(text))
+
+
+def task_actions_of(instruction: str) -> bool:
+    """Whether an instruction asks for any action class (summarise, reply, plan, …)."""
+    return any(pattern.search(instruction) for pattern in _ACTIONS.values())
 
 
 def has_reference(text: str) -> bool:
