@@ -367,13 +367,14 @@ def comparative_reversed(a: str, b: str) -> tuple[str, str] | None:
     clean = lambda w: w.strip(".,;:!?\"'()")
     for first, second in ((words_a, words_b), (words_b, words_a)):
         other = [clean(w) for w in second]
+        other_text, other_words = " ".join(other), set(other)
         for i, word in enumerate(first[:-1]):
             quality = clean(first[i + 1])
             if clean(word) != "less" or not _WORD.fullmatch(quality):
                 continue
-            if f"less {quality}" in " ".join(other):
+            if f"less {quality}" in other_text:
                 continue        # both ask for less of it
-            found = _comparatives(quality) & set(other)
+            found = _comparatives(quality) & other_words
             if found:
                 pair = (min(found), f"less {quality}")
                 return pair if first is words_b else (pair[1], pair[0])
