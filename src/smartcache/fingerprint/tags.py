@@ -238,7 +238,7 @@ def skeletons_conflict(a: str, b: str) -> bool:
 # summary or a title: "总结一下：今天的新闻" names a topic, not a text.
 _TRANSFORMS = ("translate", "polish", "rewrite")
 # An instruction that points at the material it hands over ("make this sound formal:", "帮我看看
-# 这封邮件：", "总结要点：").
+# 这封邮件："); one that asks for an action class ("总结要点：") works on it too.
 _POINTS_AT_MATERIAL = re.compile(r"\b(?:this|these|the following|below|text|sentence|paragraph|email|message|"
                                  r"letter|reply)\b|这|以下|下面|如下|下列", re.I)
 # A colon between two digits is a clock time ("9:00"), never a mark before material.
@@ -296,12 +296,12 @@ def is_time_sensitive(text: str) -> bool:
             if len(head) > 60 or not tail:
                 continue
             if _transforms(head) or (len(tail) >= 15 and not _MATERIAL_ASKS.search(tail)
-                                     and (_POINTS_AT_MATERIAL.search(head) or task_actions_of(head))):
+                                     and (_POINTS_AT_MATERIAL.search(head) or asks_an_action(head))):
                 return bool(TIME_SENSITIVE.search(head))
     return bool(TIME_SENSITIVE.search(text))
 
 
-def task_actions_of(instruction: str) -> bool:
+def asks_an_action(instruction: str) -> bool:
     """Whether an instruction asks for any action class (summarise, reply, plan, …)."""
     return any(pattern.search(instruction) for pattern in _ACTIONS.values())
 
