@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import sys
 import zipfile
 from pathlib import Path
@@ -49,6 +50,7 @@ EXPECT = {"paraphrase": "hit", "reference": "hit", "background": "hit", "global_
           "constraint_change": "half_hit"}
 _ZH_NUMERAL_SLOTS = {"days", "people", "replicas", "words", "budget", "hours", "price"}
 _ZH_DIGITS = "零一二三四五六七八九"
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
 
 def zh_numeral(n: int) -> str:
@@ -89,12 +91,53 @@ class Slots(dict):
             slots["policy"] = return_policy(slots["days"], lang)
         return slots
 
+    def answer(self, template: str, asked: list[str], spec: dict) -> str:
+        """The answer ``template`` filled, its facts that nothing asked names (a train's hours,
+        a ticket's price, a refund's amount, the hotels a list recommends) drawn from what
+        was asked: one question has one answer in every case, as in the world. Drawn per
+        case, two cases asking the same thing word for word had different answers, and a
+        competing run (every case's entries in one cache) counted serving either one's
+        answer to the other as a wrong answer. ``asked``: the templates whose slots the
+        conversation names (the request's wordings, the domain's history exchanges)."""
+        names = _PLACEHOLDER.findall(template)
+        named = {n for t in asked for n in _PLACEHOLDER.findall(t)}
+        facts = {n for n in names if n not in named and n.rstrip("23") in spec["slots"]}
+        if not facts:
+            return self.fill(template)
+        given = sorted((n, str(self[n])) for n in set(names) - facts)
+        rng = random.Random(f"{template}|{given}")      # a str seed: the same draw on every run
+        values = Slots(self)
+        for base in sorted({n.rstrip("23") for n in facts}):
+            chosen = rng.sample(spec["slots"][base], k=min(3, len(spec["slots"][base])))
+            for i, value in enumerate(chosen):
+                name = base if i == 0 else f"{base}{i + 1}"
+                if name in facts:
+                    values[name] = value
+        return values.fill(template)
+
     def fill(self, template: str, *, numerals: bool = False) -> str:
         values = dict(self)
         if numerals:
             values.update({k: zh_numeral(v) for k, v in self.items()
                            if isinstance(v, int) and k.rstrip("23") in _ZH_NUMERAL_SLOTS})
         return template.format(**values)
+
+
+class Said(tuple):
+    """An exchange (user turn, reply) that remembers the templates it was filled from, so that
+    an answer knows which slots its conversation names (a CrossWOZ exchange names none)."""
+
+    templates: tuple[str, ...]
+
+    def __new__(cls, user: str, reply: str, templates: tuple[str, ...] = ()) -> "Said":
+        said = super().__new__(cls, (user, reply))
+        said.templates = templates
+        return said
+
+
+def named(history: list, *more: str) -> list[str]:
+    """The templates whose slots a conversation names: its exchanges' and ``more``."""
+    return [t for said in history for t in getattr(said, "templates", ())] + list(more)
 
 
 def day_plan(days: int, lang: str) -> str:
@@ -158,7 +201,7 @@ class Builder:
             return list(self.rng.choice(self.crosswoz)[:k])
         pool = DOMAINS[domain, lang]["history"]
         picks = self.rng.sample(pool, k=min(k, len(pool))) + self.rng.choices(pool, k=max(0, k - len(pool)))
-        return [(slots.fill(u), slots.fill(a)) for u, a in picks]
+        return [Said(slots.fill(u), slots.fill(a), (u, a)) for u, a in picks]
 
     @staticmethod
     def messages(system: str, history: list[tuple[str, str]], *tail: str) -> list[dict]:
@@ -174,6 +217,12 @@ class Builder:
         if not history or self.rng.random() < 0.5:
             return []
         j = self.rng.randrange(len(history))
+        # A reply that names what its conversation never did ("了解，苏州周边…" after "我们喜欢自然
+        # 风光") is no answer to that conversation alone: two cases would hold one request with two answers.
+        templates = getattr(history[j], "templates", ())
+        if templates and not set(_PLACEHOLDER.findall(templates[1])) <= {
+                n for t in named(history[:j], templates[0]) for n in _PLACEHOLDER.findall(t)}:
+            return []
         return [{"messages": self.messages(system, history[:j], history[j][0]), "answer": history[j][1]}]
 
     def pick(self, options):
@@ -194,12 +243,17 @@ class Builder:
         case = {"id": cid, "lang": lang, "domain": domain, "category": category, "session": session,
                 "expect": EXPECT.get(category, "miss")}
         numerals = lang == "zh" and rng.random() < 0.35
+        probe_answer: str | None = None
 
         def with_fields(field):
             return [f for f in frames if f.get(field)]
 
         def entry(msgs, answer):
             return {"messages": msgs, "answer": answer}
+
+        def asked(frame, before):
+            """What a conversation about ``frame`` after ``before`` names: its request, its history."""
+            return named(before, *frame["asks"], *frame.get("refs", ()))
 
         if category in ("paraphrase", "background", "entity_change", "number_change", "intent_reversal",
                         "related_but_different", "constraint_change", "correction", "topic_switch", "reset"):
@@ -208,7 +262,7 @@ class Builder:
             frame = self.pick(with_fields(need[category]) if category in need else frames)
             i = rng.randrange(len(frame["asks"]))
             ask = slots.fill(frame["asks"][i])
-            answer = slots.fill(frame["answer"])
+            answer = slots.answer(frame["answer"], asked(frame, history), spec)
             cached = self.distractors(system, history) + [entry(self.messages(system, history, ask), answer)]
             others = [a for j, a in enumerate(frame["asks"]) if j != i] or frame["asks"]
             if category == "paraphrase":
@@ -229,10 +283,16 @@ class Builder:
                 if slot == "city" and "sight" in slots:
                     changed["sight"] = slots["sight2"]
                 if category == "entity_change" and frame.get("swap") and rng.random() < 0.4:
-                    text = slots.fill(self.pick(frame["swap"]))
+                    swap = self.pick(frame["swap"])
+                    text = slots.fill(swap)
+                    # The swapped wording names the asks' slots in another order: that order's answer.
+                    changed = Slots(slots)
+                    for name, value_of in zip(_PLACEHOLDER.findall(frame["asks"][0]), _PLACEHOLDER.findall(swap)):
+                        changed[name] = slots[value_of]
                 else:
                     text = changed.fill(self.pick(frame["asks"]), numerals=numerals)
                 probe = self.messages(system, history, vary(text, lang, rng))
+                probe_answer = changed.answer(frame["answer"], asked(frame, history), spec)
             elif category == "intent_reversal":
                 probe = self.messages(system, history, vary(slots.fill(self.pick(frame["reversal"])), lang, rng))
             elif category == "related_but_different":
@@ -252,12 +312,12 @@ class Builder:
                 probe = self.messages(system, history, ask, answer, self.pick(RESET[lang]) + again)
         elif category == "reference":
             frame = self.pick(with_fields("refs"))
-            intro = (slots.fill(frame["intro"][0]), slots.fill(frame["intro"][1]))
+            intro = Said(slots.fill(frame["intro"][0]), slots.fill(frame["intro"][1]), tuple(frame["intro"]))
             ctx = history[: max(0, k - 1)] + [intro]
             explicit = slots.fill(self.pick(frame["asks"]), numerals=numerals)
             ref = slots.fill(self.pick(frame["refs"]))
             first, second = (explicit, ref) if rng.random() < 0.7 else (ref, explicit)
-            answer = slots.fill(frame["answer"])
+            answer = slots.answer(frame["answer"], asked(frame, ctx), spec)
             cached = self.distractors(system, ctx) + [entry(self.messages(system, ctx, first), answer)]
             probe = self.messages(system, ctx, vary(second, lang, rng))
         elif category == "global_faq":
@@ -275,8 +335,11 @@ class Builder:
                 if (other.fill(iu), other.fill(ia)) != (slots.fill(iu), slots.fill(ia)):
                     break
             base = history[: max(0, k - 1)]
-            cached = [entry(self.messages(system, base + [(slots.fill(iu), slots.fill(ia))], ask), slots.fill(answer_t))]
+            told = named(base, iu, ia, ask)
+            cached = [entry(self.messages(system, base + [(slots.fill(iu), slots.fill(ia))], ask),
+                            slots.answer(answer_t, told, spec))]
             probe = self.messages(system, base + [(other.fill(iu), other.fill(ia))], ask)
+            probe_answer = other.answer(answer_t, told, spec)
         elif category == "time_sensitive":
             pair = self.pick(spec["time_sensitive"])
             first, second = rng.sample(pair, 2)
@@ -295,6 +358,10 @@ class Builder:
             raise ValueError(category)
         case["cached"] = cached
         case["probe"] = {"messages": probe}
+        # What the engine answers the probe itself, where the frame says: in a competing run
+        # another case's entry may hold it, and serving it is right (CASES.md, ``probe.answer``).
+        if probe_answer is not None and all(probe_answer != c["answer"] for c in cached):
+            case["probe"]["answer"] = probe_answer
         return case
 
     def build(self, per_cell: int) -> list[dict]:

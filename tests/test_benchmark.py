@@ -48,6 +48,21 @@ def test_default_size_is_at_least_3000(tmp_path):
     assert len(lines) >= 3000
     histories = [sum(1 for m in json.loads(l)["probe"]["messages"] if m["role"] == "assistant") for l in lines]
     assert min(histories) == 0 and max(histories) >= 8
+    # One question has one answer: the same conversation cached in two cases holds the same answer
+    # (a competing run serves one case's entry to another), and a probe's own answer is given
+    # where the generator knows it, never one of its case's cached answers.
+    answers: dict[str, set[str]] = {}
+    own = 0
+    for line in lines:
+        case = json.loads(line)
+        for item in case["cached"]:
+            answers.setdefault(json.dumps(item["messages"], ensure_ascii=False), set()).add(item["answer"])
+        if "answer" in case["probe"]:
+            own += 1
+            assert case["expect"] == "miss" and case["probe"]["answer"] not in {c["answer"] for c in case["cached"]}
+    assert sum(len(v) > 1 for v in answers.values()) == 0
+    assert sum(len(v) == 1 for v in answers.values()) < len([1 for l in lines for _ in json.loads(l)["cached"]])
+    assert own > 500
 
 
 def test_calibration_recipe_and_thresholds_file():

@@ -77,6 +77,26 @@ def test_scoring_follows_cases_md(cases):
     assert wrong_entry["hits"] == 0 and wrong_entry["false_hits"] == 1
 
 
+def test_the_probes_own_answer_is_right_wherever_it_is_served():
+    """``probe.answer``: what the engine answers the probe itself. A competing run may serve
+    it from another case's entry; that is no false hit. Anything else served still is."""
+    marriott = "The Marriott serves breakfast 7-11."
+    case = parse_case({**CASES[3], "probe": {**CASES[3]["probe"], "answer": marriott}})
+    assert case.serves_right(marriott) and not case.serves_right("The Hilton serves breakfast 6-10.")
+    assert not case.serves_right(None)
+    result = score([case, case], [Outcome("hit", marriott), Outcome("hit", "The Hilton serves breakfast 6-10.")])
+    overall = result["overall"]
+    assert overall["false_hits"] == 1 and overall["precision_at_hit"] == 0.5
+    # Zones stay the labels': the case expected a miss.
+    assert overall["zone_accuracy"] == 0.0
+    with pytest.raises(InvalidRequest, match="must not be served"):
+        parse_case({**CASES[3], "probe": {**CASES[3]["probe"], "answer": "The Hilton serves breakfast 6-10."}})
+    with pytest.raises(InvalidRequest, match="differs from the expected hit"):
+        parse_case({**CASES[0], "probe": {**CASES[0]["probe"], "answer": "another plan"}})
+    with pytest.raises(InvalidRequest, match="must be a string"):
+        parse_case({**CASES[3], "probe": {**CASES[3]["probe"], "answer": 3}})
+
+
 def test_oracle_threshold_is_the_best_recall_under_the_cap(cases):
     loaded, _ = cases
     outcomes = [Outcome("miss", None, 0.95, PLAN), Outcome("miss", None, 0.97, PLAN),

@@ -35,11 +35,18 @@ class Case:
     versions: dict[str, Any] | None = None
     probe_versions: dict[str, Any] | None = None
     tenant: str = "default"
+    probe_answer: str | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def expected_answer(self) -> str | None:
         return self.cached[self.expect_index].answer if self.expect == "hit" and self.cached else None
+
+    def serves_right(self, answer: str | None) -> bool:
+        """Whether serving ``answer`` to the probe is right: the expected hit's answer, or the
+        probe's own answer (``probe.answer``, where the set knows it), which in a competing
+        run another case's entry may hold."""
+        return answer is not None and answer in (self.expected_answer, self.probe_answer)
 
 
 def parse_case(data: Any, where: str = "case") -> Case:
@@ -65,6 +72,13 @@ def parse_case(data: Any, where: str = "case") -> Case:
             raise InvalidRequest(f"{where}: an expected hit needs at least one cached entry")
         if not isinstance(index, int) or not -len(cached) <= index < len(cached):
             raise InvalidRequest(f"{where}: expect_index {index!r} is out of range")
+    probe_answer = probe.get("answer")
+    if probe_answer is not None and not isinstance(probe_answer, str):
+        raise InvalidRequest(f"{where}: probe.answer must be a string")
+    if data["expect"] == "hit" and probe_answer is not None and probe_answer != cached[index].answer:
+        raise InvalidRequest(f"{where}: probe.answer differs from the expected hit's answer")
+    if data["expect"] != "hit" and probe_answer is not None and any(c.answer == probe_answer for c in cached):
+        raise InvalidRequest(f"{where}: probe.answer is a cached answer the probe must not be served")
     session = str(data.get("session") or data["id"])
     scope = data.get("scope", "session")
     if scope not in ("session", "global"):
@@ -74,7 +88,7 @@ def parse_case(data: Any, where: str = "case") -> Case:
                 lang=str(data.get("lang", "")), domain=str(data.get("domain", "")),
                 category=str(data.get("category", "")), scope=scope, expect_index=index,
                 versions=data.get("versions"), probe_versions=probe.get("versions", data.get("versions")),
-                tenant=str(data.get("tenant", "default")), raw=data)
+                tenant=str(data.get("tenant", "default")), probe_answer=probe_answer, raw=data)
 
 
 def load_cases(path: str | Path) -> list[Case]:

@@ -41,7 +41,7 @@ class Tally:
             self.hits += correct_hit
         if outcome.zone == "hit":
             self.served += 1
-            self.false_hits += not correct_hit
+            self.false_hits += not case.serves_right(outcome.answer)
         self.zone_correct += (outcome.zone == case.expect) and (case.expect != "hit" or correct_hit)
 
     def to_json(self) -> dict[str, Any]:
@@ -137,7 +137,7 @@ def failures(cases: Sequence[Case], outcomes: Sequence[Outcome]) -> list[dict[st
             continue
         out.append({"id": case.id, "lang": case.lang, "domain": case.domain, "category": case.category,
                     "expect": case.expect, "zone": outcome.zone,
-                    "wrong_answer_served": outcome.zone == "hit" and not correct_hit,
+                    "wrong_answer_served": outcome.zone == "hit" and not case.serves_right(outcome.answer),
                     "turn_cosine": outcome.top_score, "decided_by": outcome.decided_by,
                     "reasons": list(outcome.reasons), "probe": case.probe[-1].get("content") if case.probe else None})
     return out
