@@ -537,11 +537,19 @@ class SmartCache:
         self._loaded.add(tenant)
 
     def _save_learned(self, tenant: str) -> None:
-        assert self.policy is not None
+        """Add what this process learned since its last save to what the store holds, in one
+        atomic update, and take back the sum: replicas sharing a store pool their labels
+        (each used to overwrite the others' with its own copy)."""
+        policy = self.policy
+        assert policy is not None
+        news = policy.take_news(tenant)
         try:
-            self.backend.save_state(f"learned:{tenant}", self.policy.state(tenant))
+            text = self.backend.update_state(f"learned:{tenant}", lambda stored: policy.merged(stored, news))
         except StoreError as exc:       # kept in memory; the next save carries it
+            policy.give_back(tenant, news)
             log.warning("smartcache could not save the learned state of %r: %s", tenant, exc)
+            return
+        policy.adopt(tenant, text)
 
     def save_learned(self) -> None:
         """Write every tenant's learned state to the store now (shutdown; tests)."""

@@ -162,6 +162,7 @@ class _Tenant:
         self.stale: dict[str, int] = defaultdict(int)              # labels of a stratum since its memo
         self.shared: OrderedDict[str, Witnesses] = OrderedDict()   # request key -> who got which answer
         self.senders: OrderedDict[str, int] = OrderedDict()        # session -> labels it added
+        self.labels: dict[str, int] = defaultdict(int)             # labels added per stratum
         self.unsaved = 0
 
 
@@ -172,6 +173,9 @@ class LearnedPolicy:
     def __init__(self, config: LearningConfig | None = None) -> None:
         self.config = config or LearningConfig()
         self._tenants: dict[str, _Tenant] = defaultdict(_Tenant)
+        # What this process learned since its last save, apart: a save merges it into what the
+        # store holds (other replicas' news included), never overwrites that with its own copy.
+        self._news: dict[str, _Tenant] = defaultdict(_Tenant)
         self._lock = threading.Lock()
         self._keep = 0.5 ** (1.0 / self.config.half_life)
 
@@ -242,6 +246,7 @@ class LearnedPolicy:
     def served(self, tenant: str, stratum: str) -> None:
         with self._lock:
             self._tenants[tenant].served[stratum] += 1
+            self._news[tenant].served[stratum] += 1
 
     def observe(self, obs: Observation) -> bool:
         """Record one label; True when the tenant's state has enough unsaved news to save. A
@@ -254,15 +259,19 @@ class LearnedPolicy:
             # choice: one session (requests without one are a single anonymous sender) may not
             # fill the pool with "same" labels on the near-duplicates it picked. A wrong label
             # only ever makes the cache stricter: it always counts.
+            news = self._news[obs.tenant]
             if obs.correct:
                 sent = state.senders.get(obs.session, 0)
                 if sent >= self.config.labels_per_session:
                     return False
-                state.senders[obs.session] = sent + 1
-                state.senders.move_to_end(obs.session)
-                while len(state.senders) > self.config.max_entries:
-                    state.senders.popitem(last=False)
-            state.strata[obs.stratum].add(obs.score, obs.correct, self._keep)
+                for record in (state, news):
+                    record.senders[obs.session] = record.senders.get(obs.session, 0) + 1
+                    record.senders.move_to_end(obs.session)
+                    while len(record.senders) > self.config.max_entries:
+                        record.senders.popitem(last=False)
+            for record in (state, news):
+                record.strata[obs.stratum].add(obs.score, obs.correct, self._keep)
+                record.labels[obs.stratum] += 1
             # A point is recomputed (~0.5 ms) on the next lookup after every REFRESH labels of its
             # stratum, and at once after a wrong label at or above it: that one may close a region.
             mine = [key for key in state.points if key[0] == obs.stratum]
@@ -272,14 +281,15 @@ class LearnedPolicy:
                 for key in mine:
                     del state.points[key]
                 state.stale[obs.stratum] = 0
-            if not obs.correct:
-                state.floors[obs.entry] = max(obs.score, state.floors.get(obs.entry, 0.0))
-                state.floors.move_to_end(obs.entry)
-                while len(state.floors) > self.config.max_entries:
-                    state.floors.popitem(last=False)
-            if obs.kind == CHECK:
-                state.checks[0] += 1
-                state.checks[1] += not obs.correct
+            for record in (state, news):
+                if not obs.correct:
+                    record.floors[obs.entry] = max(obs.score, record.floors.get(obs.entry, 0.0))
+                    record.floors.move_to_end(obs.entry)
+                    while len(record.floors) > self.config.max_entries:
+                        record.floors.popitem(last=False)
+                if obs.kind == CHECK:
+                    record.checks[0] += 1
+                    record.checks[1] += not obs.correct
             state.unsaved += 1
             return state.unsaved >= self.config.persist_every
 
@@ -293,10 +303,11 @@ class LearnedPolicy:
         True when the tenant's state has enough unsaved news to save."""
         with self._lock:
             state = self._tenants[tenant]
-            state.shared[key] = record
-            state.shared.move_to_end(key)
-            while len(state.shared) > self.config.max_entries:
-                state.shared.popitem(last=False)
+            for kept in (state, self._news[tenant]):
+                kept.shared[key] = record
+                kept.shared.move_to_end(key)
+                while len(kept.shared) > self.config.max_entries:
+                    kept.shared.popitem(last=False)
             state.unsaved += 1
             return state.unsaved >= self.config.persist_every
 
@@ -323,40 +334,123 @@ class LearnedPolicy:
     # -- state ------------------------------------------------------------------------------
 
     def state(self, tenant: str) -> str:
-        """The tenant's learned state as JSON (what the store keeps); marks it saved."""
+        """The tenant's learned state as JSON (reports; what a lone process would save)."""
         with self._lock:
-            state = self._tenants[tenant]
-            state.unsaved = 0
-            return json.dumps({"format": STATE_FORMAT,
-                               "strata": {k: h.to_json() for k, h in state.strata.items()},
-                               "floors": dict(state.floors), "served": dict(state.served),
-                               "checks": state.checks, "senders": dict(state.senders),
-                               "shared": {k: [w.entry, list(w.sessions), w.personal, w.shared]
-                                          for k, w in state.shared.items()}}, separators=(",", ":"))
+            return _dump(self._tenants[tenant])
 
     def restore(self, tenant: str, text: str) -> None:
-        """Take back what ``state`` gave (after a restart, or from another replica). A state of
-        another format or a broken one raises ValueError and leaves the tenant as it was."""
-        try:
-            data = json.loads(text)
-            if not isinstance(data, dict) or data.get("format") != STATE_FORMAT:
-                raise ValueError(f"learned state of another format, not {STATE_FORMAT}")
-            fresh = _Tenant()
-            fresh.strata.update({str(k): Histogram.from_json(v) for k, v in data["strata"].items()})
-            fresh.floors.update({str(k): float(v) for k, v in data["floors"].items()})
-            fresh.served.update({str(k): int(v) for k, v in data["served"].items()})
-            fresh.checks = [int(data["checks"][0]), int(data["checks"][1])]
-            fresh.senders.update({str(k): int(v) for k, v in data.get("senders", {}).items()})
-            fresh.shared.update({str(k): Witnesses(str(v[0]), tuple(map(str, v[1])), bool(v[2]), bool(v[3]))
-                                 for k, v in data.get("shared", {}).items()})
-            for name, hist in fresh.strata.items():
-                counts = hist.right + hist.wrong
-                if name.count(":") != 2 or not all(math.isfinite(v) and v >= 0 for v in counts):
-                    raise ValueError(f"stratum {name!r} is not lang:kind:tier with counts >= 0")
-        except (KeyError, TypeError, IndexError, AttributeError, json.JSONDecodeError) as exc:
-            raise ValueError(f"unreadable learned state: {exc!r}") from exc
+        """Take back what ``state`` gave (after a restart, or from another replica): the tenant's
+        state is that, and nothing is news. A state of another format or a broken one raises
+        ValueError and leaves the tenant as it was."""
+        fresh = _parse(text)
         with self._lock:
             self._tenants[tenant] = fresh
+            self._news.pop(tenant, None)
+
+    # -- replicas ---------------------------------------------------------------------------
+    # A save is ``take_news``, then the store's atomic ``update_state(name, merge)`` with
+    # ``merge = lambda stored: policy.merged(stored, news)``, then ``adopt`` of what was written
+    # (or ``give_back`` of the news when the write failed). Each replica adds what it learned
+    # to what the others did, and reads theirs back.
+
+    def take_news(self, tenant: str) -> _Tenant:
+        """What was learned since the last save, handed over to be saved; marks it saved."""
+        with self._lock:
+            news = self._news.pop(tenant, None) or _Tenant()
+            if tenant in self._tenants:
+                self._tenants[tenant].unsaved = 0
+            return news
+
+    def merged(self, stored: str | None, news: _Tenant) -> str:
+        """``news`` added to the ``stored`` state (None: nothing stored yet), as JSON: the stored
+        histograms decay by the labels that came since, as if those had been observed after
+        them, floors take the higher score, counts add, and the sessions that witnessed a request
+        are pooled. A stored state that cannot be read is replaced (and logged by the caller's
+        read). Pure: the store may call it again after a lost race."""
+        base = _Tenant()
+        if stored is not None:
+            try:
+                base = _parse(stored)
+            except ValueError:
+                base = _Tenant()
+        return _dump(self._combine(base, news))
+
+    def adopt(self, tenant: str, text: str) -> None:
+        """The state just written (every replica's news merged) becomes this one's, with what
+        was learned meanwhile still on top and still news."""
+        base = _parse(text)
+        with self._lock:
+            self._tenants[tenant] = self._combine(base, self._news.get(tenant) or _Tenant())
+
+    def give_back(self, tenant: str, news: _Tenant) -> None:
+        """A save failed: ``news`` is news again, before what came since."""
+        with self._lock:
+            self._news[tenant] = self._combine(news, self._news.get(tenant) or _Tenant())
+
+    def _combine(self, base: _Tenant, news: _Tenant) -> _Tenant:
+        cap = self.config.max_entries
+        out = _Tenant()
+        for name in set(base.strata) | set(news.strata):
+            old, new = base.strata.get(name), news.strata.get(name)
+            fade = self._keep ** news.labels.get(name, 0)
+            old_right, old_wrong = old.counts() if old else ([0.0] * len(EDGES), [0.0] * len(EDGES))
+            new_right, new_wrong = new.counts() if new else ([0.0] * len(EDGES), [0.0] * len(EDGES))
+            out.strata[name] = Histogram([a * fade + b for a, b in zip(old_right, new_right)],
+                                         [a * fade + b for a, b in zip(old_wrong, new_wrong)])
+            out.labels[name] = base.labels.get(name, 0) + news.labels.get(name, 0)
+        for entry, score in (*base.floors.items(), *news.floors.items()):
+            out.floors[entry] = max(score, out.floors.get(entry, 0.0))
+            out.floors.move_to_end(entry)
+        for name in set(base.served) | set(news.served):
+            out.served[name] = base.served.get(name, 0) + news.served.get(name, 0)
+        out.checks = [base.checks[0] + news.checks[0], base.checks[1] + news.checks[1]]
+        for session, n in (*base.senders.items(), *news.senders.items()):
+            out.senders[session] = out.senders.get(session, 0) + n
+            out.senders.move_to_end(session)
+        out.shared.update(base.shared)
+        for key, record in news.shared.items():
+            old = out.shared.get(key)
+            if old is not None:
+                record = Witnesses(old.entry, old.sessions + tuple(x for x in record.sessions if x not in old.sessions),
+                                   old.personal or record.personal, old.shared or record.shared)
+            out.shared[key] = record
+            out.shared.move_to_end(key)
+        for kept in (out.floors, out.senders, out.shared):
+            while len(kept) > cap:
+                kept.popitem(last=False)
+        return out
+
+
+def _dump(state: _Tenant) -> str:
+    return json.dumps({"format": STATE_FORMAT,
+                       "strata": {k: h.to_json() for k, h in state.strata.items()},
+                       "floors": dict(state.floors), "served": dict(state.served),
+                       "checks": state.checks, "senders": dict(state.senders),
+                       "shared": {k: [w.entry, list(w.sessions), w.personal, w.shared]
+                                  for k, w in state.shared.items()}}, separators=(",", ":"))
+
+
+def _parse(text: str) -> _Tenant:
+    """A state ``_dump`` wrote; ValueError when it is of another format or broken."""
+    try:
+        data = json.loads(text)
+        if not isinstance(data, dict) or data.get("format") != STATE_FORMAT:
+            raise ValueError(f"learned state of another format, not {STATE_FORMAT}")
+        fresh = _Tenant()
+        fresh.strata.update({str(k): Histogram.from_json(v) for k, v in data["strata"].items()})
+        fresh.floors.update({str(k): float(v) for k, v in data["floors"].items()})
+        fresh.served.update({str(k): int(v) for k, v in data["served"].items()})
+        fresh.checks = [int(data["checks"][0]), int(data["checks"][1])]
+        fresh.senders.update({str(k): int(v) for k, v in data.get("senders", {}).items()})
+        fresh.shared.update({str(k): Witnesses(str(v[0]), tuple(map(str, v[1])), bool(v[2]), bool(v[3]))
+                             for k, v in data.get("shared", {}).items()})
+        for name, hist in fresh.strata.items():
+            counts = hist.right + hist.wrong
+            if name.count(":") != 2 or not all(math.isfinite(v) and v >= 0 for v in counts):
+                raise ValueError(f"stratum {name!r} is not lang:kind:tier with counts >= 0")
+    except (KeyError, TypeError, IndexError, AttributeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"unreadable learned state: {exc!r}") from exc
+    return fresh
 
 
 def _region(right: list[float], wrong: list[float], score: float) -> tuple[float, float]:

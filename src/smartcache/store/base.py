@@ -219,6 +219,15 @@ class Store(abc.ABC):
     def load_state(self, name: str) -> str | None:
         return self.__dict__.get("_states", {}).get(name)
 
+    def update_state(self, name: str, merge: Callable[[str | None], str]) -> str:
+        """Replace the value of ``name`` with ``merge(current value)``, atomically against every
+        other writer (replicas merge what each learned; none overwrites another's), and return
+        it. ``merge`` may be called more than once (a shared store retries a lost race)."""
+        with self.__dict__.setdefault("_states_guard", threading.Lock()):
+            value = merge(self.load_state(name))
+            self.save_state(name, value)
+            return value
+
     # Markers: short-lived facts one replica learns and another must know within seconds
     # (the answer a session was just given, so that a repeat on any replica is a regenerate).
     # In process by default; a store shared by processes shares them (and expires them itself).

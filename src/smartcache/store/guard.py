@@ -170,6 +170,9 @@ class GuardedStore(Store):
     def load_state(self, name: str) -> str | None:
         return self._call("load_state", self.inner.load_state, name)
 
+    def update_state(self, name: str, merge: Callable[[str | None], str]) -> str:
+        return self._call("save_state", self.inner.update_state, name, merge)
+
     def set_marker(self, name: str, value: str, ttl_s: float) -> None:
         self._call("set_marker", self.inner.set_marker, name, value, ttl_s)
 

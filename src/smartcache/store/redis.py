@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -395,6 +395,23 @@ class RedisStore(Store):
     def save_state(self, name: str, value: str) -> None:
         try:
             self.r.set(f"{self.prefix}state:{name}", value)
+        except self._redis_errors as exc:
+            raise StoreError(f"Redis write failed: {exc}") from exc
+
+    def update_state(self, name: str, merge: Callable[[str | None], str]) -> str:
+        """``merge`` of the stored value written under WATCH: a replica that wrote in between
+        makes this one read again and merge again (redis-py's ``transaction`` retries)."""
+        key = f"{self.prefix}state:{name}"
+
+        def attempt(pipe) -> str:
+            current = pipe.get(key)
+            value = merge(None if current is None else _s(current))
+            pipe.multi()
+            pipe.set(key, value)
+            return value
+
+        try:
+            return self.r.transaction(attempt, key, value_from_callable=True)
         except self._redis_errors as exc:
             raise StoreError(f"Redis write failed: {exc}") from exc
 

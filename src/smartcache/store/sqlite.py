@@ -38,7 +38,7 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -552,6 +552,26 @@ class SqliteStore(Store):
                 self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (f"state:{name}", value))
             except sqlite3.Error as exc:
                 raise StoreError(f"SQLite write failed: {exc}") from exc
+
+    def update_state(self, name: str, merge: Callable[[str | None], str]) -> str:
+        """``merge`` of the stored value and its result written in one transaction under the
+        file's write lock: two processes' merges follow each other, neither is lost."""
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    row = self._db.execute("SELECT value FROM meta WHERE key = ?", (f"state:{name}",)).fetchone()
+                    value = merge(None if row is None else str(row[0]))
+                    self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                                     (f"state:{name}", value))
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    with contextlib.suppress(sqlite3.Error):
+                        self._db.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as exc:
+                raise StoreError(f"SQLite write failed: {exc}") from exc
+        return value
 
     def load_state(self, name: str) -> str | None:
         with self._lock:
