@@ -48,7 +48,8 @@ from smartcache.decide.decider import tier_of
 from smartcache.decide.near_exact import corrected, near_repeat
 from smartcache.learn import AnswerJudge, Judgement, Label
 from smartcache.learn.personal import personal_data
-from smartcache.learn.policy import CHECK, FORWARDED, LearnedPolicy, Observation, Witnesses
+from smartcache.learn.policy import CHECK, FORWARDED, LearnedPolicy, Observation
+from smartcache.learn.sharing import Asked, ProvenSharing
 from smartcache.lifecycle import FeedbackResult, Lifecycle
 from smartcache.lookup import CacheRequest, Lookup
 from smartcache.store import (Answer, Entry, EntryId, EntryState, MemoryStore, Scope, ScoredEntry, SearchFilter, Store,
@@ -173,7 +174,10 @@ class SmartCache:
         self.judge = AnswerJudge(self.encoder)
         self._loaded: set[str] = set()          # tenants whose learned state was read from the store
         self._load_lock = threading.Lock()
-        self._witness_lock = threading.Lock()
+        self._sharing = ProvenSharing(self.policy, lambda: self.backend, lambda: self.lifecycle, self.judge,
+                                      need=self.config.learning.share_after, save=self._save_learned,
+                                      count=self._count) \
+            if self.policy is not None and self.config.learning.share_after else None
         self._personal_entries: dict[str, bool] = {}    # cache_id -> holds personal data (entries never change text)
         self._sampler = random.Random(f"smartcache-checks-{self.config.learning.error_bound}")
         self._counts: Counter[str] = Counter()
@@ -558,67 +562,21 @@ class SmartCache:
                 self._save_learned(tenant)
 
     def _witness(self, request: CacheRequest, entry: Entry, answer: str) -> None:
-        """Proven safe across sessions: the same request (word for word, after the same history,
-        under the same versions) answered the same in ``share_after`` sessions puts the first
-        of those answers, once it is ready, into the tenant's global pool. Answers that differ
-        between sessions are personal (a shared one is withdrawn), and so is a conversation or
-        answer with personal data; the high-risk tier is never shared. Sessions are the ids the
-        clients send: with signed sessions (security.md) a client cannot mint them."""
-        need = self.config.learning.share_after
-        if self.policy is None or need == 0 or request.session is None:
+        """Proven safe across sessions (learn/sharing.py): the same request, or a rewording the
+        engine answered alike, answered the same in ``share_after`` sessions puts its answers,
+        once ready, into the tenant's global pool. A conversation or answer with personal data
+        is never shared; nor is the high-risk tier. Sessions are the ids the clients send: with
+        signed sessions (security.md) a client cannot mint them."""
+        if self._sharing is None or request.session is None:
             return
         fp, tenant = request.fingerprint, request.tenant
         if tier_of(fp.signature.domain) == "high" or self._policy_of(tenant) is None:
             return
-        key = f"{request.version.digest()}|{fp.signature.history_hash}|{request_words(fp.signature.text)}"
+        group = f"{request.version.digest()}|{fp.signature.history_hash}"
         conversation = " ".join([request.conversation.system] + [t.text for t in request.conversation.turns])
-        with self._witness_lock:        # read, judge and write one record at a time: no flag is lost
-            seen = self.policy.witnesses(tenant, key)
-            if personal_data(conversation) or personal_data(answer):
-                if seen is None or not seen.personal:
-                    self._keep_witness(tenant, key, Witnesses(entry.cache_id, (request.session,), personal=True))
-                return
-            if seen is None:
-                self._keep_witness(tenant, key, Witnesses(entry.cache_id, (request.session,)))
-                return
-            if seen.personal or request.session in seen.sessions:
-                return
-            try:
-                first = self.backend.get(seen.entry)
-            except StoreError:
-                return
-            if first is None or first.state is EntryState.INVALID:  # gone: this answer starts the count again
-                self._keep_witness(tenant, key, Witnesses(entry.cache_id, (request.session,)))
-                return
-            label = self.judge.compare(first.answer.text, answer).label
-            if label is Label.UNDECIDED:
-                return
-            if label is Label.DIFFERENT:        # the engine answers this request differently per session
-                self._keep_witness(tenant, key, replace(seen, personal=True, shared=False))
-                if seen.shared:                 # withdrawn from the pool it should never have entered
-                    try:
-                        self.lifecycle.invalidate(tenant=tenant, cache_id=first.cache_id)
-                    except StoreError as exc:
-                        log.warning("smartcache could not withdraw shared %s: %s", first.cache_id, exc)
-                return
-            if seen.shared:
-                return
-            sessions = seen.sessions + (request.session,)
-            # Shared only once its own window has passed without a regenerate or a complaint.
-            shared = len(sessions) >= need and first.state is EntryState.READY
-            if shared:
-                try:
-                    self.lifecycle.promote(first.cache_id, to_global=True)
-                    self._count("shared")
-                except (StoreError, InvalidRequest, KeyError) as exc:
-                    log.warning("smartcache could not share %s: %s", first.cache_id, exc)
-                    shared = False
-            self._keep_witness(tenant, key, replace(seen, sessions=sessions, shared=shared))
-
-    def _keep_witness(self, tenant: str, key: str, record: Witnesses) -> None:
-        assert self.policy is not None
-        if self.policy.witness(tenant, key, record):
-            self._save_learned(tenant)
+        self._sharing.witness(Asked(tenant, request.session, f"{group}|{request_words(fp.signature.text)}", group,
+                                    fp.turn_vector, entry.cache_id, answer,
+                                    personal=bool(personal_data(conversation) or personal_data(answer))))
 
     def learned(self, tenant: str) -> dict[str, dict[str, object]]:
         """What the tenant's traffic has taught, per stratum: labels, wrong ones, hits served,

@@ -116,16 +116,24 @@ class Observation:
     session: str = ""       # who sent the request: one session adds at most labels_per_session labels
 
 
+MEMBERS = 16        # phrasings a class shares: the common wordings of one question
+
 @dataclass(frozen=True)
 class Witnesses:
     """Sessions that sent one request (word for word, same history and versions) and got the
     same answer as ``entry``'s. ``personal``: two sessions got different answers, or the
-    request or answer holds personal data: never shared. ``shared``: promoted already."""
+    request or answer holds personal data: never shared. ``shared``: promoted already.
+
+    A reworded request the engine answered the same joins the first phrasing's class: its
+    record names that one's key as ``root``, and the root's record counts the sessions of
+    every phrasing and lists the other phrasings' first entries in ``members``."""
 
     entry: str
     sessions: tuple[str, ...]
     personal: bool = False
     shared: bool = False
+    root: str = ""
+    members: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -412,7 +420,9 @@ class LearnedPolicy:
             old = out.shared.get(key)
             if old is not None:
                 record = Witnesses(old.entry, old.sessions + tuple(x for x in record.sessions if x not in old.sessions),
-                                   old.personal or record.personal, old.shared or record.shared)
+                                   old.personal or record.personal, old.shared or record.shared,
+                                   old.root or record.root,
+                                   (old.members + tuple(x for x in record.members if x not in old.members))[:MEMBERS])
             out.shared[key] = record
             out.shared.move_to_end(key)
         for kept in (out.floors, out.senders, out.shared):
@@ -426,7 +436,7 @@ def _dump(state: _Tenant) -> str:
                        "strata": {k: h.to_json() for k, h in state.strata.items()},
                        "floors": dict(state.floors), "served": dict(state.served),
                        "checks": state.checks, "senders": dict(state.senders),
-                       "shared": {k: [w.entry, list(w.sessions), w.personal, w.shared]
+                       "shared": {k: [w.entry, list(w.sessions), w.personal, w.shared, w.root, list(w.members)]
                                   for k, w in state.shared.items()}}, separators=(",", ":"))
 
 
@@ -442,7 +452,9 @@ def _parse(text: str) -> _Tenant:
         fresh.served.update({str(k): int(v) for k, v in data["served"].items()})
         fresh.checks = [int(data["checks"][0]), int(data["checks"][1])]
         fresh.senders.update({str(k): int(v) for k, v in data.get("senders", {}).items()})
-        fresh.shared.update({str(k): Witnesses(str(v[0]), tuple(map(str, v[1])), bool(v[2]), bool(v[3]))
+        fresh.shared.update({str(k): Witnesses(str(v[0]), tuple(map(str, v[1])), bool(v[2]), bool(v[3]),
+                                               str(v[4]) if len(v) > 4 else "",    # saved before classes: its own
+                                               tuple(map(str, v[5])) if len(v) > 5 else ())
                              for k, v in data.get("shared", {}).items()})
         for name, hist in fresh.strata.items():
             counts = hist.right + hist.wrong
@@ -459,4 +471,4 @@ def _region(right: list[float], wrong: list[float], score: float) -> tuple[float
     return sum(right[i:]) + sum(wrong[i:]), sum(wrong[i:])
 
 
-__all__ = ["CHECK", "FORWARDED", "LearnedPolicy", "LearningConfig", "Observation", "ServePoint", "Witnesses"]
+__all__ = ["CHECK", "FORWARDED", "MEMBERS", "LearnedPolicy", "LearningConfig", "Observation", "ServePoint", "Witnesses"]

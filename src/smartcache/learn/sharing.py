@@ -1,0 +1,180 @@
+"""Proven safe across users: what enters a tenant's global pool without an admin.
+
+An answer is shared once the engine gave equivalent answers to one request from
+``need`` distinct sessions. "One request" is a class of phrasings: the same words
+(after the same history, under the same versions), or a rewording the engine answered
+the same as the phrasing it is nearest to. Each phrasing keeps its own first answer and
+key, so a shared class serves each of its wordings word for word, and the semantic path
+compares later ones with all of them. Answers that differ between sessions for the same
+words are personal: the class is never shared, and what it had shared is withdrawn.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, replace
+from typing import Callable
+
+import numpy as np
+
+from smartcache.errors import InvalidRequest, StoreError
+from smartcache.learn.judge import AnswerJudge, Label
+from smartcache.learn.phrasings import Phrasings
+from smartcache.learn.policy import MEMBERS, LearnedPolicy, Witnesses
+from smartcache.store import Entry, EntryState, Scope
+
+log = logging.getLogger("smartcache.sharing")
+
+JOIN_NEAREST = 64       # tracked phrasings a new one looks through, nearest first,
+JOIN_CLASSES = 8        # for the classes whose answers it is compared with (one phrasing each)
+JOIN_FLOOR = 0.5        # cosine below which two wordings are not worth a comparison
+
+
+@dataclass(frozen=True)
+class Asked:
+    """One session's request and the engine's answer to it, just stored as ``entry``.
+    ``key``: its words, history and versions; ``group``: its history and versions, the
+    phrasings it may join; ``personal``: the conversation or answer holds personal data."""
+
+    tenant: str
+    session: str
+    key: str
+    group: str
+    vector: np.ndarray
+    entry: str
+    answer: str
+    personal: bool = False
+
+
+class ProvenSharing:
+    """Counts, per class of phrasings, the sessions the engine answered alike, and promotes
+    the class's answers to the global pool once ``need`` sessions have. One witness at a time:
+    a record is read, judged and written under one lock, so no session or flag is lost."""
+
+    def __init__(self, policy: LearnedPolicy, store: Callable[[], object], lifecycle: Callable[[], object],
+                 judge: AnswerJudge, *, need: int, save: Callable[[str], None], count: Callable[[str], None],
+                 phrasings: Phrasings | None = None) -> None:
+        self.policy, self.judge, self.need = policy, judge, need
+        self._store, self._lifecycle, self._save, self._count = store, lifecycle, save, count
+        self.phrasings = phrasings if phrasings is not None else Phrasings()
+        self._lock = threading.Lock()
+
+    def witness(self, asked: Asked) -> None:
+        with self._lock:
+            seen = self.policy.witnesses(asked.tenant, asked.key)
+            if asked.personal:
+                if seen is None:
+                    self._keep(asked.tenant, asked.key, Witnesses(asked.entry, (asked.session,), personal=True))
+                elif not seen.personal:
+                    self._make_personal(asked.tenant, asked.key, seen)
+                return
+            if seen is None:
+                if not self._join(asked):
+                    self._keep(asked.tenant, asked.key, Witnesses(asked.entry, (asked.session,)))
+                self.phrasings.add(asked.tenant, asked.group, asked.key, asked.vector)
+                return
+            if seen.personal or asked.session in seen.sessions:
+                return
+            root_key, root = self._class_of(asked.tenant, asked.key, seen)
+            if root.personal:
+                return
+            first = self._get(seen.entry)
+            if first is None or first.state is EntryState.INVALID:     # gone: this answer starts its count again
+                self._keep(asked.tenant, asked.key, Witnesses(asked.entry, (asked.session,), root=seen.root))
+                return
+            label = self.judge.compare(first.answer.text, asked.answer).label
+            if label is Label.UNDECIDED:
+                return
+            if label is Label.DIFFERENT:        # the engine answers these words differently per session
+                self._make_personal(asked.tenant, asked.key, seen)
+                return
+            if root_key != asked.key:
+                self._keep(asked.tenant, asked.key, replace(seen, sessions=seen.sessions + (asked.session,)))
+            self._share(asked.tenant, root_key, _with_session(root, asked.session))
+
+    def _join(self, asked: Asked) -> bool:
+        """A new wording joins the class of the nearest tracked one the engine answered alike.
+        An unlike answer says only that the two ask different things: no one is made personal."""
+        judged: set[str] = set()
+        for near, _ in self.phrasings.nearest(asked.tenant, asked.group, asked.vector, JOIN_NEAREST, JOIN_FLOOR):
+            record = self.policy.witnesses(asked.tenant, near)
+            if near == asked.key or record is None or record.personal:
+                continue
+            root_key, root = self._class_of(asked.tenant, near, record)
+            if root_key in judged or root.personal or len(root.members) >= MEMBERS:
+                continue
+            if len(judged) == JOIN_CLASSES:
+                break
+            judged.add(root_key)
+            first = self._get(record.entry)
+            if first is None or first.state is EntryState.INVALID:
+                continue
+            if self.judge.compare(first.answer.text, asked.answer).label is not Label.SAME:
+                continue
+            self._keep(asked.tenant, asked.key, Witnesses(asked.entry, (asked.session,), root=root_key))
+            self._share(asked.tenant, root_key,
+                        replace(_with_session(root, asked.session), members=root.members + (asked.entry,)))
+            return True
+        return False
+
+    def _share(self, tenant: str, root_key: str, root: Witnesses) -> None:
+        """Keep the class; once ``need`` sessions got its answer, promote each phrasing's first
+        answer whose own window has passed (a pending one waits for the class's next witness)."""
+        shared = root.shared
+        if len(root.sessions) >= self.need:
+            for cache_id in (root.entry, *root.members):
+                entry = self._get(cache_id)
+                if entry is None or entry.state is not EntryState.READY or entry.scope is Scope.GLOBAL:
+                    continue
+                try:
+                    self._lifecycle().promote(cache_id, to_global=True)
+                except (StoreError, InvalidRequest, KeyError) as exc:
+                    log.warning("smartcache could not share %s: %s", cache_id, exc)
+                    continue
+                self._count("shared")
+                shared = True
+        self._keep(tenant, root_key, replace(root, shared=shared))
+
+    def _make_personal(self, tenant: str, key: str, seen: Witnesses) -> None:
+        """Never share these words, nor the class they joined; withdraw what it shared."""
+        root_key, root = self._class_of(tenant, key, seen)
+        self._keep(tenant, key, replace(seen, personal=True, shared=False))
+        if root_key != key:
+            self._keep(tenant, root_key, replace(root, personal=True, shared=False))
+        if not root.shared:
+            return
+        for cache_id in (root.entry, *root.members):
+            entry = self._get(cache_id)
+            if entry is None or entry.scope is not Scope.GLOBAL or entry.state is EntryState.INVALID:
+                continue
+            try:
+                self._lifecycle().invalidate(tenant=tenant, cache_id=cache_id)
+            except StoreError as exc:
+                log.warning("smartcache could not withdraw shared %s: %s", cache_id, exc)
+
+    def _class_of(self, tenant: str, key: str, record: Witnesses) -> tuple[str, Witnesses]:
+        """The record that counts the class's sessions: the root's, or its own (a root, or a
+        member whose root was forgotten)."""
+        if record.root:
+            root = self.policy.witnesses(tenant, record.root)
+            if root is not None:
+                return record.root, root
+        return key, replace(record, root="")
+
+    def _get(self, cache_id: str) -> Entry | None:
+        try:
+            return self._store().get(cache_id)
+        except StoreError:
+            return None
+
+    def _keep(self, tenant: str, key: str, record: Witnesses) -> None:
+        if self.policy.witness(tenant, key, record):
+            self._save(tenant)
+
+
+def _with_session(record: Witnesses, session: str) -> Witnesses:
+    return record if session in record.sessions else replace(record, sessions=record.sessions + (session,))
+
+
+__all__ = ["Asked", "JOIN_CLASSES", "JOIN_FLOOR", "JOIN_NEAREST", "ProvenSharing"]

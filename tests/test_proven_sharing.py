@@ -1,0 +1,143 @@
+"""Proven sharing counts a question, not its words: rewordings the engine answered alike in
+distinct sessions are one request (issue 28, items 6 and 10). Each wording keeps its own
+first answer, so a shared class serves each of its wordings word for word."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from conftest import U
+from smartcache.decide import ReasonCode, Zone
+from smartcache.learn.phrasings import Phrasings
+from smartcache.learn.policy import LearnedPolicy, Witnesses
+
+ANSWER = ("Open Settings, choose Security, then Reset password; the link in the e-mail is valid "
+          "for one hour and the new password needs twelve characters.")
+ROUTER = "Hold the router's power button for ten seconds, then wait two minutes for the lights to settle."
+OTHER = "Your password was reset by the administrator yesterday; use the temporary one from the letter."
+WORDINGS = ["How do I reset my password?", "How can I reset my password?", "How to reset my password"]
+
+
+def ask(cache, text: str, session: str, answer: str):
+    """The gateway's round: a lookup, and on a miss the engine's answer stored, its window passed."""
+    found = cache.lookup([U(text)], session=session)
+    if found.zone is Zone.HIT:
+        return found
+    stored = cache.store(found, answer)
+    assert stored.stored, stored
+    cache.promote(stored.cache_id)
+    return found
+
+
+def exact_hit(cache, text: str, session: str) -> bool:
+    found = cache.lookup([U(text)], session=session)
+    return found.zone is Zone.HIT and found.entry.scope.value == "global" and \
+        found.has_reason(ReasonCode.EXACT_MATCH)
+
+
+def test_rewordings_answered_alike_in_three_sessions_are_shared_each_word_for_word(make_cache):
+    cache = make_cache()
+    for session, wording in zip("abc", WORDINGS):
+        assert ask(cache, wording, session, ANSWER).zone is not Zone.HIT
+    # a's and b's wordings are past their window: shared now; c's waits for the class's next witness.
+    assert cache.stats().shared == 2
+    assert exact_hit(cache, WORDINGS[0], "d") and exact_hit(cache, WORDINGS[1], "e")
+    ask(cache, WORDINGS[1], "f", ANSWER)                    # served: nothing to witness
+    cache.store(cache.prepare([U(WORDINGS[0])], session="g"), ANSWER)   # a forwarded repeat, answered alike
+    assert cache.stats().shared == 3 and exact_hit(cache, WORDINGS[2], "h")
+
+
+def test_the_same_words_in_two_sessions_are_not_yet_three(make_cache):
+    cache = make_cache()
+    ask(cache, WORDINGS[0], "a", ANSWER)
+    ask(cache, WORDINGS[1], "a", ANSWER)                    # one session rewording itself proves nothing
+    ask(cache, WORDINGS[2], "b", ANSWER)
+    assert cache.stats().shared == 0
+    assert cache.lookup([U(WORDINGS[0])], session="c").zone is not Zone.HIT
+
+
+def test_a_neighbour_answered_differently_joins_no_class_and_spoils_nothing(make_cache):
+    cache = make_cache()
+    ask(cache, "How do I reset my password?", "a", ANSWER)
+    ask(cache, "How do I reset my router?", "b", ROUTER)     # near in words, another question to the engine
+    ask(cache, "How do I reset my router?", "c", ROUTER)
+    assert cache.stats().shared == 0
+    ask(cache, "How do I reset my password?", "d", ANSWER)
+    ask(cache, "How can I reset my password?", "e", ANSWER)
+    assert cache.stats().shared == 1                          # a, d and e: the password question only
+    assert exact_hit(cache, "How do I reset my password?", "f")
+    assert not exact_hit(cache, "How do I reset my router?", "f")
+
+
+def test_words_answered_differently_withdraw_every_wording_of_the_class(make_cache):
+    cache = make_cache()
+    for session, wording in zip("abc", WORDINGS):
+        ask(cache, wording, session, ANSWER)
+    assert exact_hit(cache, WORDINGS[0], "d")
+    # Another session's engine answer to one of the wordings differs: the answers are personal.
+    cache.store(cache.prepare([U(WORDINGS[1])], session="x"), OTHER)
+    for wording in WORDINGS:
+        assert cache.lookup([U(wording)], session="y").zone is not Zone.HIT
+    ask(cache, WORDINGS[2], "z", ANSWER)                      # and the class is never shared again
+    assert not exact_hit(cache, WORDINGS[2], "w")
+
+
+def test_personal_data_in_a_rewording_joins_nothing(make_cache):
+    cache = make_cache()
+    ask(cache, WORDINGS[0], "a", ANSWER)
+    ask(cache, "How do I reset my password? My e-mail is jane.doe@example.com", "b", ANSWER)
+    ask(cache, WORDINGS[1], "c", ANSWER)
+    assert cache.stats().shared == 0
+
+
+def test_a_class_survives_the_round_trip_and_older_states_still_read():
+    policy = LearnedPolicy()
+    policy.witness("t", "k2", Witnesses("e2", ("s2",), root="k1"))
+    policy.witness("t", "k1", Witnesses("e1", ("s1", "s2"), members=("e2",)))
+    again = LearnedPolicy()
+    again.restore("t", policy.state("t"))
+    assert again.witnesses("t", "k1") == Witnesses("e1", ("s1", "s2"), members=("e2",))
+    assert again.witnesses("t", "k2").root == "k1"
+    old = json.loads(policy.state("t"))
+    old["shared"] = {"k0": ["e0", ["s0"], False, False]}      # written before classes
+    again.restore("t", json.dumps(old))
+    assert again.witnesses("t", "k0") == Witnesses("e0", ("s0",))
+
+
+def test_replicas_pool_a_class_s_members():
+    a, b = LearnedPolicy(), LearnedPolicy()
+    a.witness("t", "k1", Witnesses("e1", ("s1", "s2"), members=("e2",)))
+    b.witness("t", "k1", Witnesses("e1", ("s1", "s3"), members=("e3",)))
+    merged = b.merged(a.merged(None, a.take_news("t")), b.take_news("t"))
+    b.adopt("t", merged)
+    assert b.witnesses("t", "k1") == Witnesses("e1", ("s1", "s2", "s3"), members=("e2", "e3"))
+
+
+def _unit(*xs: float) -> np.ndarray:
+    v = np.array(xs, np.float32)
+    return v / np.linalg.norm(v)
+
+
+def test_phrasings_nearest_first_above_the_floor_within_their_group():
+    index = Phrasings()
+    index.add("t", "g", "near", _unit(1, 0.1, 0))
+    index.add("t", "g", "nearer", _unit(1, 0.01, 0))
+    index.add("t", "g", "far", _unit(0, 1, 0))
+    index.add("t", "other", "same-vector", _unit(1, 0, 0))
+    index.add("u", "g", "other-tenant", _unit(1, 0, 0))
+    found = index.nearest("t", "g", _unit(1, 0, 0), 3, 0.5)
+    assert [k for k, _ in found] == ["nearer", "near"]
+    assert found[0][1] == pytest.approx(1.0, abs=1e-3)
+
+
+def test_phrasings_forget_the_oldest_first():
+    index = Phrasings(kept=3)
+    for i in range(5):
+        index.add("t", "g", f"k{i}", _unit(1, i, 0))
+    assert len(index) == 3
+    assert {k for k, _ in index.nearest("t", "g", _unit(1, 0, 0), 10, -1.0)} == {"k2", "k3", "k4"}
+    with pytest.raises(ValueError):
+        Phrasings(kept=0)
