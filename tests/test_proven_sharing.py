@@ -141,3 +141,19 @@ def test_phrasings_forget_the_oldest_first():
     assert {k for k, _ in index.nearest("t", "g", _unit(1, 0, 0), 10, -1.0)} == {"k2", "k3", "k4"}
     with pytest.raises(ValueError):
         Phrasings(kept=0)
+
+
+def test_replicas_and_restarts_join_the_phrasings_the_store_tracks(encoder, clock, tmp_path):
+    from smartcache import SmartCache, load_config
+
+    def replica() -> SmartCache:
+        return SmartCache(load_config(store={"backend": "sqlite", "path": str(tmp_path / "c.db")}),
+                          encoder=encoder, clock=clock)
+    first = replica()
+    ask(first, WORDINGS[0], "a", ANSWER)
+    ask(first, WORDINGS[1], "b", ANSWER)
+    first.save_learned()
+    second = replica()                                  # another worker, or the first after a restart
+    ask(second, WORDINGS[2], "c", ANSWER)               # joins the class the first one started: 3 sessions
+    assert second.stats().shared == 2
+    assert exact_hit(second, WORDINGS[0], "d")

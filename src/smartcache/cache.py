@@ -533,6 +533,8 @@ class SmartCache:
             text = self.backend.load_state(f"learned:{tenant}")
             if text is not None:
                 self.policy.restore(tenant, text)
+                if self._sharing is not None:
+                    self._sharing.adopted(tenant)
         except StoreError as exc:       # the packaged point holds meanwhile; the next lookup tries again
             log.warning("smartcache could not read the learned state of %r: %s", tenant, exc)
             return
@@ -554,6 +556,8 @@ class SmartCache:
             log.warning("smartcache could not save the learned state of %r: %s", tenant, exc)
             return
         policy.adopt(tenant, text)
+        if self._sharing is not None:
+            self._sharing.adopted(tenant)
 
     def save_learned(self) -> None:
         """Write every tenant's learned state to the store now (shutdown; tests)."""

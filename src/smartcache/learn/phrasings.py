@@ -5,8 +5,8 @@ the engine when the engine answers it the same, so a new phrasing is compared wi
 nearest tracked ones (same versions, same history) and, where the answers agree, counts
 toward their class. This index only proposes whom to compare with: the answers decide.
 
-It lives in this process. A phrasing another worker or replica tracks joins a class only
-when asked here again (its word-for-word repeats are pooled through the store anyway).
+It lives in the process and is rebuilt from what the store holds: the tracked requests of
+the learned state (pooled by every worker and replica) and their entries' turn vectors.
 """
 
 from __future__ import annotations
@@ -41,6 +41,10 @@ class Phrasings:
             while len(order) > self.kept:
                 old, old_group = order.popitem(last=False)
                 self._groups[(tenant, old_group)].remove(old)
+
+    def has(self, tenant: str, key: str) -> bool:
+        with self._lock:
+            return key in self._order.get(tenant, ())
 
     def nearest(self, tenant: str, group: str, vector: np.ndarray, k: int, floor: float) -> list[tuple[str, float]]:
         """Up to ``k`` keys of the group at cosine >= ``floor``, nearest first."""

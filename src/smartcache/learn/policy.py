@@ -306,6 +306,12 @@ class LearnedPolicy:
             state = self._tenants.get(tenant)
             return None if state is None else state.shared.get(key)
 
+    def shared_keys(self, tenant: str) -> list[str]:
+        """The requests whose answers are tracked across sessions, oldest first."""
+        with self._lock:
+            state = self._tenants.get(tenant)
+            return [] if state is None else list(state.shared)
+
     def witness(self, tenant: str, key: str, record: Witnesses) -> bool:
         """Keep ``record`` for the request ``key`` (the most recent ``max_entries`` are kept);
         True when the tenant's state has enough unsaved news to save."""

@@ -29,6 +29,7 @@ log = logging.getLogger("smartcache.sharing")
 JOIN_NEAREST = 64       # tracked phrasings a new one looks through, nearest first,
 JOIN_CLASSES = 8        # for the classes whose answers it is compared with (one phrasing each)
 JOIN_FLOOR = 0.5        # cosine below which two wordings are not worth a comparison
+HYDRATE = 64            # tracked phrasings another process added, indexed per witness (a get each)
 
 
 @dataclass(frozen=True)
@@ -59,9 +60,18 @@ class ProvenSharing:
         self._store, self._lifecycle, self._save, self._count = store, lifecycle, save, count
         self.phrasings = phrasings if phrasings is not None else Phrasings()
         self._lock = threading.Lock()
+        self._stale: set[str] = set()                   # tenants whose state came from the store
+        self._unindexed: dict[str, list[str]] = {}      # their tracked keys not in the index yet
+
+    def adopted(self, tenant: str) -> None:
+        """The tenant's state was read back from the store (a restart, another worker's news):
+        its phrasings are indexed a few at a time by the next witnesses. Takes no lock: it is
+        called while a witness saves."""
+        self._stale.add(tenant)
 
     def witness(self, asked: Asked) -> None:
         with self._lock:
+            self._index_stored(asked.tenant)
             seen = self.policy.witnesses(asked.tenant, asked.key)
             if asked.personal:
                 if seen is None:
@@ -92,6 +102,23 @@ class ProvenSharing:
             if root_key != asked.key:
                 self._keep(asked.tenant, asked.key, replace(seen, sessions=seen.sessions + (asked.session,)))
             self._share(asked.tenant, root_key, _with_session(root, asked.session))
+
+    def _index_stored(self, tenant: str) -> None:
+        """Index up to HYDRATE of the tracked phrasings this process has not seen, newest first,
+        by their entries' turn vectors."""
+        if tenant in self._stale:
+            self._stale.discard(tenant)
+            keys = self.policy.shared_keys(tenant)[-self.phrasings.kept:]
+            self._unindexed[tenant] = [k for k in keys if not self.phrasings.has(tenant, k)]
+        queue = self._unindexed.get(tenant)
+        if not queue:
+            return
+        batch, self._unindexed[tenant] = queue[-HYDRATE:], queue[:-HYDRATE]
+        for key in reversed(batch):
+            record = self.policy.witnesses(tenant, key)
+            entry = None if record is None or record.personal else self._get(record.entry)
+            if entry is not None and entry.state is not EntryState.INVALID:
+                self.phrasings.add(tenant, "|".join(key.split("|", 2)[:2]), key, entry.turn_vector)
 
     def _join(self, asked: Asked) -> bool:
         """A new wording joins the class of the nearest tracked one the engine answered alike.
@@ -177,4 +204,4 @@ def _with_session(record: Witnesses, session: str) -> Witnesses:
     return record if session in record.sessions else replace(record, sessions=record.sessions + (session,))
 
 
-__all__ = ["Asked", "JOIN_CLASSES", "JOIN_FLOOR", "JOIN_NEAREST", "ProvenSharing"]
+__all__ = ["Asked", "HYDRATE", "JOIN_CLASSES", "JOIN_FLOOR", "JOIN_NEAREST", "ProvenSharing"]
