@@ -122,3 +122,44 @@ def test_the_learning_cache_shares_what_three_sessions_were_answered_alike(tmp_p
     assert report["systems"]["static"]["learned"] == {}
     with pytest.raises(ValueError):
         make_stream_systems(["smartcache:2"], config, encoder)
+
+
+def test_the_multiturn_stream_gives_one_conversation_one_answer(tmp_path):
+    """The dev sets write an answer per case; in the stream the same words (as the exact path
+    reads them) cached by two cases carry one answer key, so serving either is right. Cases
+    whose answers hold for one session or one moment keep their own."""
+    import random
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root / "scripts"))
+    try:
+        import build_streams
+    finally:
+        sys.path.remove(str(root / "scripts"))
+    dev = tmp_path / "devset"
+    dev.mkdir()
+    cached = [{"messages": [{"role": "user", "content": "How many teaspoons are in a tablespoon?"}],
+               "answer": "Three."}]
+    again = [{"messages": [{"role": "user", "content": "how many teaspoons are in a tablespoon"}],
+              "answer": "There are 3 teaspoons in one tablespoon."}]
+    probe = [{"role": "user", "content": "How many tablespoons are in a teaspoon?"}]
+    cases = [
+        {"id": "a", "lang": "en", "category": "paraphrase", "cached": cached, "probe": {"messages": probe},
+         "expect": "miss"},
+        {"id": "b", "lang": "en", "category": "filler", "cached": again, "probe": {"messages": again[0]["messages"]},
+         "expect": "hit"},
+        {"id": "c", "lang": "en", "category": "time_sensitive", "cached": again, "probe": {"messages": probe},
+         "expect": "miss"},
+    ]
+    (dev / "x-a.jsonl").write_text("\n".join(json.dumps(c) for c in cases) + "\n", encoding="utf-8")
+    rows = build_streams.multiturn(dev, random.Random(0))
+    first = [r for r in rows if r["category"] == "cached"]
+    keys = {r["answer_key"] for r in first if r["answer"] == "Three."}
+    assert len(keys) == 1
+    key = keys.pop()
+    assert [r["answer_key"] for r in first].count(key) == 2          # a's and b's, not c's (time-sensitive)
+    assert next(r for r in rows if r["category"] == "hit:filler")["answer_key"] == key
+    probes = {r["category"]: r["answer_key"] for r in rows if r["category"].startswith("miss:")}
+    assert probes == {"miss:paraphrase": "x-a:a:probe", "miss:time_sensitive": "x-a:c:probe"}
