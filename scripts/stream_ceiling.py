@@ -1,5 +1,7 @@
-"""What proven sharing can serve on a stream: a request counts when its words (punctuation
-aside) were asked before in its own session, or in ``--sessions`` other sessions of its tenant.
+"""What proven sharing can serve on a stream, word for word: a request counts when its words
+(punctuation aside) were asked before in its own session, or when ``--sessions`` other sessions
+of its tenant asked them (``words``), or asked any wording of its question (``question``: the
+stream's ``answer_key``, which only this scorer reads), the words themselves asked before.
 
     .venv/bin/python scripts/stream_ceiling.py build/streams/zipf-zh.jsonl build/streams/zipf-en.jsonl
 """
@@ -14,20 +16,27 @@ from smartcache.context import normalize_text
 from smartcache.decide.decider import words_only
 
 
-def ceiling(path: str, sessions: int) -> float:
-    seen: dict[tuple[str, str], set[str]] = defaultdict(set)
-    served = total = 0
+def ceilings(path: str, sessions: int) -> tuple[float, float]:
+    """(words, question): the share of requests each rule would serve."""
+    asked: dict[tuple[str, str], set[str]] = defaultdict(set)       # (tenant, words) -> sessions
+    question: dict[tuple[str, str], set[str]] = defaultdict(set)    # (tenant, answer_key) -> sessions
+    by_words = by_question = total = 0
     with open(path, encoding="utf-8") as fh:
         for line in fh:
             if not line.strip():
                 continue
             r = json.loads(line)
             total += 1
-            key = (r.get("tenant") or "default", words_only(normalize_text(r["messages"][-1]["content"])))
+            tenant = r.get("tenant") or "default"
+            key = (tenant, words_only(normalize_text(r["messages"][-1]["content"])))
+            wanted = (tenant, r["answer_key"])
             session = r.get("session") or r["id"]
-            served += session in seen[key] or len(seen[key]) >= sessions
-            seen[key].add(session)
-    return served / total if total else 0.0
+            own = session in asked[key]
+            by_words += own or len(asked[key]) >= sessions
+            by_question += own or (bool(asked[key]) and len(question[wanted]) >= sessions)
+            asked[key].add(session)
+            question[wanted].add(session)
+    return (by_words / total, by_question / total) if total else (0.0, 0.0)
 
 
 def main(argv=None) -> int:
@@ -36,7 +45,8 @@ def main(argv=None) -> int:
     parser.add_argument("--sessions", type=int, default=3)
     args = parser.parse_args(argv)
     for path in args.streams:
-        print(f"{path}: {100 * ceiling(path, args.sessions):.1f} %")
+        words, question = ceilings(path, args.sessions)
+        print(f"{path}: words {100 * words:.1f} %, question {100 * question:.1f} %")
     return 0
 
 
