@@ -50,13 +50,16 @@ def test_rewordings_answered_alike_in_three_sessions_are_shared_each_word_for_wo
     assert cache.stats().shared == 3 and exact_hit(cache, WORDINGS[2], "h")
 
 
-def test_the_same_words_in_two_sessions_are_not_yet_three(make_cache):
+def test_one_session_rewording_itself_is_one_session(make_cache):
     cache = make_cache()
     ask(cache, WORDINGS[0], "a", ANSWER)
-    ask(cache, WORDINGS[1], "a", ANSWER)                    # one session rewording itself proves nothing
+    # Forwarded (its own session would serve it): the engine's answer is witnessed, by session a.
+    cache.store(cache.prepare([U(WORDINGS[1])], session="a"), ANSWER)
     ask(cache, WORDINGS[2], "b", ANSWER)
     assert cache.stats().shared == 0
     assert cache.lookup([U(WORDINGS[0])], session="c").zone is not Zone.HIT
+    ask(cache, WORDINGS[0], "c", ANSWER)                    # a third session: now it is three
+    assert cache.stats().shared >= 1
 
 
 def test_a_neighbour_answered_differently_joins_no_class_and_spoils_nothing(make_cache):
@@ -64,12 +67,16 @@ def test_a_neighbour_answered_differently_joins_no_class_and_spoils_nothing(make
     ask(cache, "How do I reset my password?", "a", ANSWER)
     ask(cache, "How do I reset my router?", "b", ROUTER)     # near in words, another question to the engine
     ask(cache, "How do I reset my router?", "c", ROUTER)
-    assert cache.stats().shared == 0
+    assert cache.stats().shared == 0                          # a's class has one session, the router's two
     ask(cache, "How do I reset my password?", "d", ANSWER)
     ask(cache, "How can I reset my password?", "e", ANSWER)
     assert cache.stats().shared == 1                          # a, d and e: the password question only
-    assert exact_hit(cache, "How do I reset my password?", "f")
+    found = cache.lookup([U("How do I reset my password?")], session="f")
+    assert found.zone is Zone.HIT and found.answer == ANSWER
     assert not exact_hit(cache, "How do I reset my router?", "f")
+    ask(cache, "How do I reset my router?", "g", ROUTER)     # the router's third session: its own answer
+    found = cache.lookup([U("How do I reset my router?")], session="h")
+    assert found.zone is Zone.HIT and found.answer == ROUTER
 
 
 def test_words_answered_differently_withdraw_every_wording_of_the_class(make_cache):
@@ -83,6 +90,37 @@ def test_words_answered_differently_withdraw_every_wording_of_the_class(make_cac
         assert cache.lookup([U(wording)], session="y").zone is not Zone.HIT
     ask(cache, WORDINGS[2], "z", ANSWER)                      # and the class is never shared again
     assert not exact_hit(cache, WORDINGS[2], "w")
+
+
+def test_a_root_whose_answer_is_gone_still_withdraws_what_its_class_shared(make_cache):
+    cache = make_cache()
+    for session, wording in zip("abc", WORDINGS):
+        ask(cache, wording, session, ANSWER)
+    assert exact_hit(cache, WORDINGS[1], "d")
+    root = next(cache.policy.witnesses("default", k) for k in cache.policy.shared_keys("default")
+                if not cache.policy.witnesses("default", k).root)
+    cache.lifecycle.invalidate(tenant="default", cache_id=root.entry)    # feedback, or an admin
+    cache.store(cache.prepare([U(WORDINGS[0])], session="e"), ANSWER)   # the root's words start again
+    cache.store(cache.prepare([U(WORDINGS[0])], session="x"), OTHER)    # and are answered otherwise
+    assert not exact_hit(cache, WORDINGS[1], "y")
+
+
+def test_a_member_counts_only_for_a_root_that_lists_it():
+    from smartcache.learn.judge import AnswerJudge
+    from smartcache.learn.sharing import ProvenSharing
+
+    policy = LearnedPolicy()
+    sharing = ProvenSharing(policy, lambda: None, lambda: None, AnswerJudge(), need=3,
+                            save=lambda tenant: None, count=lambda name: None)
+    member = Witnesses("eM", ("b", "e", "f"), root="R")
+    policy.witness("t", "R", Witnesses("eR", ("a",), members=("eM",)))
+    assert sharing._class_of("t", "M", member)[0] == "R"
+    # The root's record was forgotten and its words asked anew: it lists nobody.
+    policy.witness("t", "R", Witnesses("eR2", ("d",)))
+    assert sharing._class_of("t", "M", member) == ("M", Witnesses("eM", ("b", "e", "f")))
+    # A root that is itself another's member (two replicas crossed two classes) is no root.
+    policy.witness("t", "R", Witnesses("eR", ("a",), root="X", members=("eM",)))
+    assert sharing._class_of("t", "M", member)[0] == "M"
 
 
 def test_personal_data_in_a_rewording_joins_nothing(make_cache):
@@ -116,6 +154,46 @@ def test_replicas_pool_a_class_s_members():
     assert b.witnesses("t", "k1") == Witnesses("e1", ("s1", "s2", "s3"), members=("e2", "e3"))
 
 
+def test_replicas_that_cross_two_classes_make_no_loop():
+    a, b = LearnedPolicy(), LearnedPolicy()
+    a.witness("t", "R", Witnesses("eR", ("s1", "s2"), members=("eM",)))
+    a.witness("t", "M", Witnesses("eM", ("s2",), root="R"))
+    b.witness("t", "M", Witnesses("eM2", ("s3", "s4"), members=("eR2",)))
+    b.witness("t", "R", Witnesses("eR2", ("s4",), root="M"))
+    b.adopt("t", b.merged(a.merged(None, a.take_news("t")), b.take_news("t")))
+    r, m = b.witnesses("t", "R"), b.witnesses("t", "M")
+    assert not (r.root == "M" and m.root == "R")
+
+
+def test_dead_stored_phrasings_are_looked_up_once(encoder, clock, tmp_path):
+    from smartcache import SmartCache, load_config
+
+    def replica() -> SmartCache:
+        return SmartCache(load_config(store={"backend": "sqlite", "path": str(tmp_path / "c.db")}),
+                          encoder=encoder, clock=clock)
+    first = replica()
+    dead = set()
+    for i in range(120):
+        stored = first.store([U(f"What is the opening time of museum number {i}?")],
+                             f"Museum {i} opens at nine and closes at five, every day but Monday.", session=f"s{i}")
+        first.lifecycle.invalidate(tenant="default", cache_id=stored.cache_id)
+        dead.add(stored.cache_id)
+    first.save_learned()
+    second = replica()
+    gets = []
+    real = second.backend.get
+    second.backend.get = lambda cache_id: (gets.append(cache_id), real(cache_id))[1]
+    rounds = []
+    for r in range(4):                                      # every round ends with a save: the state adopted again
+        gets.clear()
+        for j in range(5):
+            second.store([U(f"How tall is tower number {r}{j}?")], f"Tower {r}{j} is {100 + j} metres tall.",
+                         session=f"t{r}{j}")
+        rounds.append(len(dead & set(gets)))
+        second.save_learned()
+    assert rounds[0] == 120 and rounds[1:] == [0, 0, 0], rounds    # each dead one read once
+
+
 def _unit(*xs: float) -> np.ndarray:
     v = np.array(xs, np.float32)
     return v / np.linalg.norm(v)
@@ -139,6 +217,9 @@ def test_phrasings_forget_the_oldest_first():
         index.add("t", "g", f"k{i}", _unit(1, i, 0))
     assert len(index) == 3
     assert {k for k, _ in index.nearest("t", "g", _unit(1, 0, 0), 10, -1.0)} == {"k2", "k3", "k4"}
+    for i in range(5):                                      # a conversation's group goes with its last phrasing
+        index.add("t", f"conversation{i}", f"c{i}", _unit(0, 1, i))
+    assert index.groups() == 3 and len(index) == 3
     with pytest.raises(ValueError):
         Phrasings(kept=0)
 

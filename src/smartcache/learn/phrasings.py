@@ -40,7 +40,10 @@ class Phrasings:
             self._groups.setdefault((tenant, group), _Group(vector.shape[-1])).add(key, vector)
             while len(order) > self.kept:
                 old, old_group = order.popitem(last=False)
-                self._groups[(tenant, old_group)].remove(old)
+                found = self._groups[(tenant, old_group)]
+                found.remove(old)
+                if not found.keys:          # a conversation's group goes with its last phrasing
+                    del self._groups[(tenant, old_group)]
 
     def has(self, tenant: str, key: str) -> bool:
         with self._lock:
@@ -55,6 +58,10 @@ class Phrasings:
     def __len__(self) -> int:
         with self._lock:
             return sum(len(o) for o in self._order.values())
+
+    def groups(self) -> int:
+        with self._lock:
+            return len(self._groups)
 
 
 class _Group:

@@ -425,9 +425,11 @@ class LearnedPolicy:
         for key, record in news.shared.items():
             old = out.shared.get(key)
             if old is not None:
+                # The root is the news' (this process's latest reading of the record, which may
+                # have left a class); the rest pools.
                 record = Witnesses(old.entry, old.sessions + tuple(x for x in record.sessions if x not in old.sessions),
                                    old.personal or record.personal, old.shared or record.shared,
-                                   old.root or record.root,
+                                   record.root,
                                    (old.members + tuple(x for x in record.members if x not in old.members))[:MEMBERS])
             out.shared[key] = record
             out.shared.move_to_end(key)

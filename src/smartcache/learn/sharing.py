@@ -30,6 +30,7 @@ JOIN_NEAREST = 64       # tracked phrasings a new one looks through, nearest fir
 JOIN_CLASSES = 8        # for the classes whose answers it is compared with (one phrasing each)
 JOIN_FLOOR = 0.5        # cosine below which two wordings are not worth a comparison
 HYDRATE = 64            # tracked phrasings another process added, indexed per witness (a get each)
+POOLED_KEPT = 100_000   # entries remembered as shared, so a shared class's witness reads none again
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,8 @@ class ProvenSharing:
         self._lock = threading.Lock()
         self._stale: set[str] = set()                   # tenants whose state came from the store
         self._unindexed: dict[str, list[str]] = {}      # their tracked keys not in the index yet
+        self._tried: dict[str, set[str]] = {}           # keys looked up once (dead ones stay out)
+        self._pooled: set[str] = set()                  # entries this process put in the global pool
 
     def adopted(self, tenant: str) -> None:
         """The tenant's state was read back from the store (a restart, another worker's news):
@@ -90,8 +93,13 @@ class ProvenSharing:
             if root.personal:
                 return
             first = self._get(seen.entry)
-            if first is None or first.state is EntryState.INVALID:     # gone: this answer starts its count again
-                self._keep(asked.tenant, asked.key, Witnesses(asked.entry, (asked.session,), root=seen.root))
+            if first is None or first.state is EntryState.INVALID:
+                # Gone: this answer starts the words' count again. A root keeps its class (what it
+                # shared stays listed, to be withdrawn); a member leaves its class and starts its own.
+                if root_key == asked.key:
+                    self._keep(asked.tenant, asked.key, replace(root, entry=asked.entry, sessions=(asked.session,)))
+                else:
+                    self._keep(asked.tenant, asked.key, Witnesses(asked.entry, (asked.session,)))
                 return
             label = self.judge.compare(first.answer.text, asked.answer).label
             if label is Label.UNDECIDED:
@@ -108,13 +116,18 @@ class ProvenSharing:
         by their entries' turn vectors."""
         if tenant in self._stale:
             self._stale.discard(tenant)
+            tried = self._tried.setdefault(tenant, set())
             keys = self.policy.shared_keys(tenant)[-self.phrasings.kept:]
-            self._unindexed[tenant] = [k for k in keys if not self.phrasings.has(tenant, k)]
+            self._unindexed[tenant] = [k for k in keys if k not in tried and not self.phrasings.has(tenant, k)]
         queue = self._unindexed.get(tenant)
         if not queue:
             return
         batch, self._unindexed[tenant] = queue[-HYDRATE:], queue[:-HYDRATE]
+        tried = self._tried[tenant]
+        if len(tried) > 4 * self.phrasings.kept:        # bounded; a key tried long ago may be tried again
+            tried.clear()
         for key in reversed(batch):
+            tried.add(key)
             record = self.policy.witnesses(tenant, key)
             entry = None if record is None or record.personal else self._get(record.entry)
             if entry is not None and entry.state is not EntryState.INVALID:
@@ -134,7 +147,9 @@ class ProvenSharing:
             if len(judged) == JOIN_CLASSES:
                 break
             judged.add(root_key)
-            first = self._get(record.entry)
+            # The class's first answer, not the nearest wording's: alike with alike along a chain
+            # of rewordings could drift from the question the class was proven on.
+            first = self._get(root.entry)
             if first is None or first.state is EntryState.INVALID:
                 continue
             if self.judge.compare(first.answer.text, asked.answer).label is not Label.SAME:
@@ -151,6 +166,8 @@ class ProvenSharing:
         shared = root.shared
         if len(root.sessions) >= self.need:
             for cache_id in (root.entry, *root.members):
+                if cache_id in self._pooled:
+                    continue
                 entry = self._get(cache_id)
                 if entry is None or entry.state is not EntryState.READY or entry.scope is Scope.GLOBAL:
                     continue
@@ -160,6 +177,9 @@ class ProvenSharing:
                     log.warning("smartcache could not share %s: %s", cache_id, exc)
                     continue
                 self._count("shared")
+                if len(self._pooled) >= POOLED_KEPT:
+                    self._pooled.clear()
+                self._pooled.add(cache_id)
                 shared = True
         self._keep(tenant, root_key, replace(root, shared=shared))
 
@@ -169,9 +189,16 @@ class ProvenSharing:
         self._keep(tenant, key, replace(seen, personal=True, shared=False))
         if root_key != key:
             self._keep(tenant, root_key, replace(root, personal=True, shared=False))
-        if not root.shared:
-            return
-        for cache_id in (root.entry, *root.members):
+        # Every entry the class may have shared: its list, and the records that name it as their
+        # root (a replica's merge or a full list may have left one out). Flags can be stale: each
+        # entry's scope says whether it is in the pool.
+        listed = {root.entry, *root.members, seen.entry}
+        for other in self.policy.shared_keys(tenant):
+            record = self.policy.witnesses(tenant, other)
+            if record is not None and record.root == root_key:
+                listed |= {record.entry, *record.members}
+        for cache_id in sorted(listed):
+            self._pooled.discard(cache_id)
             entry = self._get(cache_id)
             if entry is None or entry.scope is not Scope.GLOBAL or entry.state is EntryState.INVALID:
                 continue
@@ -185,7 +212,9 @@ class ProvenSharing:
         member whose root was forgotten)."""
         if record.root:
             root = self.policy.witnesses(tenant, record.root)
-            if root is not None:
+            # A root that is itself a member (replicas' merges can cross two classes), or that no
+            # longer lists this one (it was forgotten and asked anew), is not this one's class.
+            if root is not None and not root.root and record.entry in root.members:
                 return record.root, root
         return key, replace(record, root="")
 
