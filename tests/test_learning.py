@@ -162,6 +162,30 @@ def test_bad_settings_and_scores_are_refused():
     assert upper(0, 0) == 1.0 and EDGES[0] < 0.01 and EDGES[-1] > 0.99
 
 
+def test_a_tenant_may_have_its_own_error_bound(tmp_path):
+    config = LearningConfig(tenants={"loose": {"error_bound": 0.03}, "strict": {"strict_error_bound": 0.0005}})
+    assert config.delta(STRATUM, "loose") == 0.03 and config.delta(STRATUM, "other") == 0.01
+    assert config.delta("en:single:high", "strict") == 0.0005 and config.delta("en:single:high", "loose") == 0.002
+    policy = LearnedPolicy(config)
+    for tenant in ("loose", "other"):                   # 150 right labels: 3 / 0.03 = 100 suffice, 300 do not
+        for i in range(150):
+            policy.observe(Observation(tenant, STRATUM, 0.5, True, f"e{i}", session=f"s{i}"))
+    assert policy.point("loose", STRATUM, 0.9).source == "learned"
+    assert policy.point("other", STRATUM, 0.9).source == "packaged"
+    for _ in range(200):                                # checks: ~3 / δ of a stratum's hits, then the floor
+        policy.served("loose", STRATUM)
+        policy.served("other", STRATUM)
+    assert policy.check_rate("loose", STRATUM) == pytest.approx(0.05) and policy.check_rate("other", STRATUM) == 0.1
+    # In a TOML file, one table a tenant.
+    path = tmp_path / "c.toml"
+    path.write_text('[learning.tenants.acme]\nerror_bound = 0.005\n', encoding="utf-8")
+    assert load_config(path).learning.delta(STRATUM, "acme") == 0.005
+    for bad in ({"acme": {"error_bound": 1.5}}, {"acme": {"error_bound": True}}, {"acme": {"delta": 0.01}},
+                {"acme": 0.01}, ["acme"]):
+        with pytest.raises(ConfigError):
+            load_config(learning={"tenants": bad})
+
+
 # -- the cache ------------------------------------------------------------------------------------
 
 ANSWER = "To reset your password, open Settings, choose Security and then Reset password; a link arrives by e-mail."

@@ -60,7 +60,9 @@ class LearningConfig:
     the lowest observations of a served region must themselves stay under
     ``segment_factor`` × δ. ``max_entries``: entries whose own evidence is remembered, and
     requests whose answers are tracked across sessions. ``share_after``: sessions that must
-    get the same answer to the same request before it enters the tenant's global pool."""
+    get the same answer to the same request before it enters the tenant's global pool.
+    ``tenants``: a tenant's own ``error_bound`` and ``strict_error_bound``, over the two above
+    (``{"acme": {"error_bound": 0.005}}``; TOML ``[learning.tenants.acme]``)."""
 
     enabled: bool = _LEARN["enabled"]
     error_bound: float = _LEARN["error_bound"]
@@ -75,10 +77,12 @@ class LearningConfig:
     persist_every: int = _LEARN["persist_every"]
     share_after: int = _LEARN["share_after"]
     labels_per_session: int = _LEARN["labels_per_session"]
+    tenants: Any = ()       # read as a mapping; kept as sorted (tenant, error_bound, strict_error_bound)
 
     def __post_init__(self) -> None:
         if not isinstance(self.enabled, bool):
             raise ValueError("learning.enabled must be true or false")
+        object.__setattr__(self, "tenants", self._tenant_bounds(self.tenants))
         for name in ("error_bound", "strict_error_bound", "check_floor", "check_cap"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not 0 < value < 1:
@@ -98,8 +102,36 @@ class LearningConfig:
             raise ValueError("learning.half_life, segment, segment_factor, max_entries and persist_every "
                              "must be positive (segment_factor at least 1)")
 
-    def delta(self, stratum: str) -> float:
-        return self.strict_error_bound if stratum.endswith(":high") else self.error_bound
+    def _tenant_bounds(self, given: Any) -> tuple[tuple[str, float, float], ...]:
+        if isinstance(given, tuple) and all(isinstance(t, tuple) and len(t) == 3 for t in given):
+            return given        # already read (a replace() of this config)
+        if not isinstance(given, dict):
+            raise ValueError("learning.tenants must map tenant names to tables of error bounds")
+        out = []
+        for tenant, table in sorted(given.items()):
+            if not isinstance(tenant, str) or not tenant or not isinstance(table, dict):
+                raise ValueError(f"learning.tenants.{tenant!r} must be a table of error bounds")
+            unknown = set(table) - {"error_bound", "strict_error_bound"}
+            if unknown:
+                raise ValueError(f"learning.tenants.{tenant}: unknown {sorted(unknown)} "
+                                 "(error_bound and strict_error_bound only)")
+            bounds = (table.get("error_bound", self.error_bound), table.get("strict_error_bound", self.strict_error_bound))
+            for name, value in zip(("error_bound", "strict_error_bound"), bounds):
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+                    raise ValueError(f"learning.tenants.{tenant}.{name} must be a number between 0 and 1, "
+                                     f"got {value!r}")
+            out.append((tenant, float(bounds[0]), float(bounds[1])))
+        return tuple(out)
+
+    def delta(self, stratum: str, tenant: str = "") -> float:
+        """δ of a stratum for a tenant: its own bound where ``tenants`` sets one; the high-risk
+        tier's strict bound in that tier."""
+        error_bound, strict = self.error_bound, self.strict_error_bound
+        for name, own, own_strict in self.tenants:
+            if name == tenant:
+                error_bound, strict = own, own_strict
+                break
+        return strict if stratum.endswith(":high") else error_bound
 
 
 @dataclass(frozen=True)
@@ -194,14 +226,15 @@ class LearnedPolicy:
         with self._lock:
             state = self._tenants.get(tenant)
             if state is None or stratum not in state.strata:
-                return ServePoint(packaged, "packaged", delta=self.config.delta(stratum))
+                return ServePoint(packaged, "packaged", delta=self.config.delta(stratum, tenant))
             memo = state.points.get((stratum, packaged))
             if memo is None:
-                memo = state.points[(stratum, packaged)] = self._point(state.strata[stratum], stratum, packaged)
+                memo = state.points[(stratum, packaged)] = self._point(state.strata[stratum], packaged,
+                                                                       self.config.delta(stratum, tenant))
             return memo
 
-    def _point(self, hist: Histogram, stratum: str, packaged: float) -> ServePoint:
-        delta, conf = self.config.delta(stratum), self.config.confidence
+    def _point(self, hist: Histogram, packaged: float, delta: float) -> ServePoint:
+        conf = self.config.confidence
         right, wrong = (np.asarray(c) for c in hist.counts())
         seen = right + wrong
         top = bin_of(min(packaged, 1.0))       # the bin holding the packaged point
@@ -246,7 +279,7 @@ class LearnedPolicy:
         needs ~3/δ labels), down to the floor as they accumulate."""
         with self._lock:
             served = self._tenants[tenant].served[stratum] if tenant in self._tenants else 0
-        wanted = 3.0 / self.config.delta(stratum)
+        wanted = 3.0 / self.config.delta(stratum, tenant)
         return min(self.config.check_cap, max(self.config.check_floor, wanted / max(served, 1) * self.config.check_cap))
 
     # -- learning ---------------------------------------------------------------------------
