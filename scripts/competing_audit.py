@@ -20,6 +20,7 @@ from pathlib import Path
 
 from smartcache import SmartCache, load_config
 from smartcache.eval import SmartCacheSystem, evaluate, load_cases
+from smartcache.eval.harness import compete
 
 
 def main(argv=None) -> int:
@@ -43,7 +44,7 @@ def main(argv=None) -> int:
         evaluate([SmartCacheSystem(lambda: SmartCache(config, encoder=encoder))], cases, competing=args.mode,
                  on_outcomes=lambda name, outcomes: got.setdefault(name, outcomes))
         wrong = []
-        for case, outcome in zip(cases, got["smartcache"]):
+        for case, outcome in zip(compete(cases, args.mode), got["smartcache"]):     # scored as the run was
             if outcome.zone == "hit" and not case.serves_right(outcome.answer):
                 wrong.append({"set": path.stem, "id": case.id, "category": case.category, "expect": case.expect,
                               "probe": case.probe, "served_answer": outcome.answer,

@@ -161,3 +161,27 @@ def test_competing_cases_share_one_session_or_the_global_pool(cases, encoder):
         assert report["systems"]["smartcache"]["overall"]["false_hits"] == (where == "global"), where
     with pytest.raises(ValueError):
         compete(ordered, "everywhere")
+
+
+def test_competing_another_case_s_answer_to_the_very_same_request_is_right(encoder):
+    from smartcache.eval.harness import compete
+    austria, australia = "What is the capital of Austria?", "What is the capital of Australia?"
+    vienna, canberra = "Vienna is the capital of Austria.", "Canberra is the capital of Australia."
+
+    def case(id_, cached, answer, probe, category="entity_change"):
+        return parse_case({"id": id_, "expect": "miss", "category": category, "lang": "en",
+                           "cached": [{"messages": [U(cached)], "answer": answer}], "probe": {"messages": [U(probe)]}})
+    # Each case caches one capital and asks the other: the other case's entry is that very question.
+    weather = "What's the weather in Vienna today?"
+    cases = [case("a", australia, canberra, austria), case("b", austria, vienna, australia),
+             case("c", weather, "Sunny, 21 °C.", weather, category="time_sensitive"),
+             case("d", "How do I get to Vienna?", "By train from Munich.", weather, category="related_task")]
+    competed = {c.id: c for c in compete(cases, "session")}
+    assert competed["a"].also_right == (vienna,) and competed["b"].also_right == (canberra,)
+    assert competed["c"].also_right == () and competed["d"].also_right == ()     # c's holds for its moment only
+    assert competed["a"].serves_right(vienna) and not competed["a"].serves_right(canberra)
+    report = evaluate([SmartCacheSystem(lambda: SmartCache(load_config(), encoder=encoder))], cases,
+                      competing="session")
+    result = report["systems"]["smartcache"]
+    assert result["by_rule"]["entity_change"] == {"exact_match": 2}     # both served the other's entry
+    assert result["by_category"]["entity_change"]["false_hits"] == 0

@@ -36,6 +36,7 @@ class Case:
     probe_versions: dict[str, Any] | None = None
     tenant: str = "default"
     probe_answer: str | None = None
+    also_right: tuple[str, ...] = ()      # answers other cases cached for this very request (competing runs)
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -45,8 +46,9 @@ class Case:
     def serves_right(self, answer: str | None) -> bool:
         """Whether serving ``answer`` to the probe is right: the expected hit's answer, or the
         probe's own answer (``probe.answer``, where the set knows it), which in a competing
-        run another case's entry may hold."""
-        return answer is not None and answer in (self.expected_answer, self.probe_answer)
+        run another case's entry may hold, or what another case cached for this very request
+        (``also_right``: one request has one answer)."""
+        return answer is not None and (answer in (self.expected_answer, self.probe_answer) or answer in self.also_right)
 
 
 def parse_case(data: Any, where: str = "case") -> Case:

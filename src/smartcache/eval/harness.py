@@ -20,6 +20,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
+from smartcache.context import parse_messages, read_key
 from smartcache.eval.cases import Case
 from smartcache.eval.systems import Outcome, System
 
@@ -72,8 +73,19 @@ def compete(cases: Sequence[Case], where: str) -> list[Case]:
     """
     if where not in COMPETING:
         raise ValueError(f"competing must be one of {COMPETING}, not {where!r}")
+    # One request has one answer: the sets write an answer per case, so what another case
+    # cached for this very request (as the exact path reads it, under the same versions) is
+    # right for it too, except where the answer holds for one session or one moment.
+    cached_for: dict[str, set[str]] = defaultdict(set)
+    for case in cases:
+        if case.category not in OWN_ANSWER_CATEGORIES:
+            for item in case.cached:
+                cached_for[_request_identity(case, item.messages, case.versions)].add(item.answer)
     out = []
     for case in cases:
+        if case.category not in OWN_ANSWER_CATEGORIES:
+            mine = cached_for.get(_request_identity(case, case.probe, case.probe_versions or case.versions), set())
+            case = dataclasses.replace(case, also_right=tuple(sorted(mine)))
         scoping = case.probe_session != case.session and case.scope == "session"
         if scoping:      # the entries stay in their session; the probe comes from another
             out.append(dataclasses.replace(case, session=SHARED_SESSION, probe_session=f"probe:{case.id}"))
@@ -83,6 +95,16 @@ def compete(cases: Sequence[Case], where: str) -> list[Case]:
             out.append(dataclasses.replace(case, session=SHARED_SESSION, probe_session=f"probe:{case.id}",
                                            scope="global"))
     return out
+
+
+# Categories whose answers hold for one session (personal) or one moment (time-sensitive): the
+# same words asked elsewhere or later do not share them.
+OWN_ANSWER_CATEGORIES = frozenset({"other_session", "cross_session", "cross_session_personal", "time_sensitive"})
+
+
+def _request_identity(case: Case, messages: list[dict[str, Any]], versions: dict[str, Any] | None) -> str:
+    key = read_key(parse_messages(messages))
+    return f"{case.tenant}|{sorted((versions or {}).items())!r}|{key.system_hash}|{key.digest}"
 
 
 def run_system(system: System, cases: Sequence[Case], *, shared_cache: bool = False,
@@ -177,14 +199,14 @@ def evaluate(systems: Iterable[System], cases: Sequence[Case], *, shared_cache: 
         progress = progress_factory(system.name, len(cases)) if progress_factory else None
         outcomes = run_system(system, run_cases, shared_cache=shared_cache or competing is not None,
                               progress=progress)
-        result = score(cases, outcomes)
+        result = score(run_cases, outcomes)
         if on_outcomes:
             on_outcomes(system.name, outcomes)
         result["seconds"] = round(time.perf_counter() - started, 2)
         threshold = getattr(system, "threshold", None)
         if threshold is not None:
             result["threshold"] = threshold
-            result["oracle_at_1pct_false_hits"] = oracle_threshold(cases, outcomes)
+            result["oracle_at_1pct_false_hits"] = oracle_threshold(run_cases, outcomes)
         report["systems"][system.name] = result
     return report
 
