@@ -176,6 +176,12 @@ def test_a_tenant_may_have_its_own_error_bound(tmp_path):
         policy.served("loose", STRATUM)
         policy.served("other", STRATUM)
     assert policy.check_rate("loose", STRATUM) == pytest.approx(0.05) and policy.check_rate("other", STRATUM) == 0.1
+    cache = SmartCache(load_config(learning={"tenants": {"loose": {"error_bound": 0.03}}}))
+    for tenant in ("loose", "other"):
+        cache.lookup([U("How do I reset my password?")], session="s", tenant=tenant)    # its state read
+        cache.policy.observe(Observation(tenant, STRATUM, 0.5, True, "e", session="s"))
+    assert cache.learned("loose")[STRATUM]["error_bound"] == 0.03       # what /admin/stats shows
+    assert cache.learned("other")[STRATUM]["error_bound"] == 0.01
     # In a TOML file, one table a tenant.
     path = tmp_path / "c.toml"
     path.write_text('[learning.tenants.acme]\nerror_bound = 0.005\n', encoding="utf-8")

@@ -595,7 +595,7 @@ class SmartCache:
             point = self.policy.point(tenant, stratum, packaged)
             out[stratum] = {**counts, "packaged_point": packaged, "point": point.score, "point_source": point.source,
                             "region_labels": round(point.n, 1), "region_wrong": round(point.wrong, 1),
-                            "wrong_upper95": round(point.upper, 5)}
+                            "wrong_upper95": round(point.upper, 5), "error_bound": point.delta}
         return out
 
     def _sample_check(self, tenant: str, decision: Decision) -> Decision:
