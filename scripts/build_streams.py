@@ -40,6 +40,7 @@ from build_training import Sources, clusters  # noqa: E402
 from smartcache.context import normalize_text, parse_messages, read_key  # noqa: E402
 from smartcache.eval.calibrate import load_pair_set  # noqa: E402
 from smartcache.eval.cases import load_cases  # noqa: E402
+from smartcache.eval.harness import keeps_own_answer  # noqa: E402  (the same rule as competing runs)
 from smartcache.paths import shared_data  # noqa: E402
 
 UNREAD_SETS = ("shapes-b",)     # kept unread while the rules are tuned: never in a stream
@@ -123,44 +124,48 @@ def multiturn(devset: Path, rng: random.Random) -> list[dict]:
     answer's when it expects a hit, its own otherwise.
 
     One conversation has one answer: the sets write their answers per case, so a conversation
-    another case caches word for word (as the exact path reads it) takes that one's answer and
-    key, as the engine would answer it once; so does a probe expecting a miss. Cases about
-    answers personal to a session, or time-sensitive, keep their own."""
-    events: list[tuple[float, int, dict]] = []
+    another case caches word for word (as the exact path reads it) takes the first such case's
+    answer and key, as the engine would answer it once; so does a probe expecting a miss that
+    asks it. Cases about answers personal to a session or to one moment keep their own
+    (``eval.harness.keeps_own_answer``)."""
+    sets = [(path, load_cases(path)) for path in sorted(devset.glob("*.jsonl")) if path.stem not in UNREAD_SETS]
     answered: dict[str, tuple[str, str]] = {}      # conversation -> (answer key, answer)
-    for path in sorted(devset.glob("*.jsonl")):
-        if path.stem in UNREAD_SETS:
-            continue
-        for case in load_cases(path):
+    for path, cases in sets:
+        for case in cases:
+            if not keeps_own_answer(case):
+                for i, item in enumerate(case.cached):
+                    answered.setdefault(_conversation(item.messages), (f"{path.stem}:{case.id}:{i}", item.answer))
+    events: list[tuple[float, int, dict]] = []
+    for path, cases in sets:
+        for case in cases:
             start = rng.random()
             tenant = "t0"
             keys = []
             for i, item in enumerate(case.cached):
                 key, answer = f"{path.stem}:{case.id}:{i}", item.answer
-                if case.category not in OWN_ANSWER_CATEGORIES:
-                    key, answer = answered.setdefault(_conversation(item.messages), (key, answer))
+                if not keeps_own_answer(case):
+                    key, answer = answered[_conversation(item.messages)]
                 keys.append(key)
                 events.append((start + i * 1e-6, len(events), {
                     "tenant": tenant, "session": f"{path.stem}:{case.session}", "lang": case.lang,
                     "source": path.stem, "category": "cached", "messages": item.messages,
                     "answer_key": key, "answer": answer}))
             index = case.expect_index % len(case.cached) if case.cached else 0
+            answer = f"(engine answer to {case.id})"
             if case.expect == "hit":
                 key = keys[index] if keys else f"{path.stem}:{case.id}:{index}"
             else:
                 key = f"{path.stem}:{case.id}:probe"
-                if case.category not in OWN_ANSWER_CATEGORIES:    # the words another case caches
-                    key = answered.setdefault(_conversation(case.probe), (key, ""))[0]
+                if not keeps_own_answer(case):    # the words another case caches
+                    key, answer = answered.get(_conversation(case.probe), (key, answer))
             events.append((start + (1 - start) * rng.random() + 1e-3, len(events), {
                 "tenant": tenant, "session": f"{path.stem}:{case.probe_session}", "lang": case.lang,
                 "source": path.stem, "category": f"{case.expect}:{case.category}", "messages": case.probe,
-                "answer_key": key, "answer": f"(engine answer to {case.id})"}))
+                "answer_key": key, "answer": answer}))
     events.sort(key=lambda e: (e[0], e[1]))
     return [e[2] for e in events]
 
 
-# Answers that hold for one session or one moment: identical words do not share them.
-OWN_ANSWER_CATEGORIES = frozenset({"other_session", "cross_session_personal", "time_sensitive"})
 
 
 def _conversation(messages: list[dict]) -> str:

@@ -179,6 +179,24 @@ def test_competing_another_case_s_answer_to_the_very_same_request_is_right(encod
     competed = {c.id: c for c in compete(cases, "session")}
     assert competed["a"].also_right == (vienna,) and competed["b"].also_right == (canberra,)
     assert competed["c"].also_right == () and competed["d"].also_right == ()     # c's holds for its moment only
+    # A case's own answers are not "another case's"; a case testing session scoping keeps its
+    # own; an answer written under another knowledge base is not this request's.
+    own = parse_case({"id": "e", "expect": "miss", "category": "scope_change", "session": "s1",
+                      "cached": [{"messages": [U("What is my order status?")], "answer": "Order 7 ships Monday."}],
+                      "probe": {"messages": [U("What is my order status?")], "session": "s2"}})
+    kb1 = parse_case({"id": "f", "expect": "miss", "category": "paraphrase",
+                      "cached": [{"messages": [U("What is the refund window?")], "answer": "14 days.",
+                                  "versions": {"kb": "1"}}],
+                      "probe": {"messages": [U("How long is the warranty?")]}, "versions": {"kb": "2"}})
+    kb2 = parse_case({"id": "g", "expect": "miss", "category": "paraphrase", "versions": {"kb": "2"},
+                      "cached": [{"messages": [U("How long is the warranty?")], "answer": "Two years."}],
+                      "probe": {"messages": [U("What is the refund window?")]}})
+    itself = parse_case({"id": "h", "expect": "miss", "category": "regenerate",
+                         "cached": [{"messages": [U("Tell me a joke.")], "answer": "Why did the chicken…"}],
+                         "probe": {"messages": [U("Tell me a joke.")]}})
+    more = {c.id: c for c in compete([own, kb1, kb2, itself], "global")}
+    assert more["e"].also_right == () and more["g"].also_right == () and more["h"].also_right == ()
+    assert more["f"].also_right == ("Two years.",)
     assert competed["a"].serves_right(vienna) and not competed["a"].serves_right(canberra)
     report = evaluate([SmartCacheSystem(lambda: SmartCache(load_config(), encoder=encoder))], cases,
                       competing="session")

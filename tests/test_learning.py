@@ -3,6 +3,7 @@ the labels a lookup yields, checks of served answers, and learned state that sur
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
@@ -187,9 +188,16 @@ def test_a_tenant_may_have_its_own_error_bound(tmp_path):
     path.write_text('[learning.tenants.acme]\nerror_bound = 0.005\n', encoding="utf-8")
     assert load_config(path).learning.delta(STRATUM, "acme") == 0.005
     for bad in ({"acme": {"error_bound": 1.5}}, {"acme": {"error_bound": True}}, {"acme": {"delta": 0.01}},
-                {"acme": 0.01}, ["acme"]):
+                {"acme": 0.01}, ["acme"], {"": {"error_bound": 0.01}}, {"acme": {"error_bound": float("nan")}}):
         with pytest.raises(ConfigError):
             load_config(learning={"tenants": bad})
+    for bad in ((("a", 5.0, None),), (("a", "x", None),), (("a", 0.01, None), ("a", 0.02, None)), ((1, 0.1, 0.1),)):
+        with pytest.raises(ValueError):
+            LearningConfig(tenants=bad)
+    # A bound the tenant does not set follows the global one, also when that is changed later.
+    strict_only = LearningConfig(tenants={"acme": {"strict_error_bound": 0.001}})
+    assert dataclasses.replace(strict_only, error_bound=0.05).delta(STRATUM, "acme") == 0.05
+    assert dataclasses.replace(strict_only, error_bound=0.05).delta("en:single:high", "acme") == 0.001
 
 
 # -- the cache ------------------------------------------------------------------------------------

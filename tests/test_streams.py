@@ -152,6 +152,9 @@ def test_the_multiturn_stream_gives_one_conversation_one_answer(tmp_path):
          "expect": "hit"},
         {"id": "c", "lang": "en", "category": "time_sensitive", "cached": again, "probe": {"messages": probe},
          "expect": "miss"},
+        {"id": "d", "lang": "en", "category": "entity_change", "expect": "miss",
+         "cached": [{"messages": [{"role": "user", "content": "How many cups are in a pint?"}], "answer": "Two."}],
+         "probe": {"messages": cached[0]["messages"]}},
     ]
     (dev / "x-a.jsonl").write_text("\n".join(json.dumps(c) for c in cases) + "\n", encoding="utf-8")
     rows = build_streams.multiturn(dev, random.Random(0))
@@ -161,5 +164,7 @@ def test_the_multiturn_stream_gives_one_conversation_one_answer(tmp_path):
     key = keys.pop()
     assert [r["answer_key"] for r in first].count(key) == 2          # a's and b's, not c's (time-sensitive)
     assert next(r for r in rows if r["category"] == "hit:filler")["answer_key"] == key
-    probes = {r["category"]: r["answer_key"] for r in rows if r["category"].startswith("miss:")}
-    assert probes == {"miss:paraphrase": "x-a:a:probe", "miss:time_sensitive": "x-a:c:probe"}
+    probes = {r["category"]: (r["answer_key"], r["answer"]) for r in rows if r["category"].startswith("miss:")}
+    assert probes["miss:paraphrase"][0] == "x-a:a:probe" and probes["miss:time_sensitive"][0] == "x-a:c:probe"
+    assert probes["miss:entity_change"] == (key, "Three.")    # d's probe asks what a caches: a's answer
+    assert all(r["answer"] for r in rows)

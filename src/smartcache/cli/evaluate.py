@@ -68,9 +68,12 @@ def run(args: argparse.Namespace) -> int:
         systems.append(ev.SmartCacheSystem(lambda v=variant: SmartCache(v, encoder=encoder), f"smartcache-no_{ablation}"))
     wrong: list[dict[str, Any]] = []
 
+    from smartcache.eval.harness import compete
+    scored = compete(cases, args.competing) if args.competing else cases     # as evaluate scores them
+
     def keep_failures(name: str, outcomes) -> None:
         if name == "smartcache" or (not wrong and name.startswith("smartcache")):
-            wrong[:] = ev.failures(cases, outcomes)
+            wrong[:] = ev.failures(scored, outcomes)
 
     report = ev.evaluate(systems, cases, shared_cache=args.shared_cache, competing=args.competing,
                          progress_factory=progress_bar, on_outcomes=keep_failures if args.failures else None)

@@ -74,19 +74,20 @@ def compete(cases: Sequence[Case], where: str) -> list[Case]:
     if where not in COMPETING:
         raise ValueError(f"competing must be one of {COMPETING}, not {where!r}")
     # One request has one answer: the sets write an answer per case, so what another case
-    # cached for this very request (as the exact path reads it, under the same versions) is
-    # right for it too, except where the answer holds for one session or one moment.
-    cached_for: dict[str, set[str]] = defaultdict(set)
+    # cached for this very request (as the exact path reads it, under the versions it was
+    # written with) is right for it too; not where the answer holds for one session or one
+    # moment, nor for a case that tests session scoping (its own answer is the personal one).
+    cached_for: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))   # request -> answer -> cases
     for case in cases:
-        if case.category not in OWN_ANSWER_CATEGORIES:
+        if not keeps_own_answer(case):
             for item in case.cached:
-                cached_for[_request_identity(case, item.messages, case.versions)].add(item.answer)
+                cached_for[_request_identity(case, item.messages, item.versions or case.versions)][item.answer].add(case.id)
     out = []
     for case in cases:
-        if case.category not in OWN_ANSWER_CATEGORIES:
-            mine = cached_for.get(_request_identity(case, case.probe, case.probe_versions or case.versions), set())
-            case = dataclasses.replace(case, also_right=tuple(sorted(mine)))
-        scoping = case.probe_session != case.session and case.scope == "session"
+        scoping = _tests_scoping(case)
+        if not keeps_own_answer(case):
+            given = cached_for.get(_request_identity(case, case.probe, case.probe_versions), {})
+            case = dataclasses.replace(case, also_right=tuple(sorted(a for a, by in given.items() if by - {case.id})))
         if scoping:      # the entries stay in their session; the probe comes from another
             out.append(dataclasses.replace(case, session=SHARED_SESSION, probe_session=f"probe:{case.id}"))
         elif where == "session":
@@ -100,6 +101,17 @@ def compete(cases: Sequence[Case], where: str) -> list[Case]:
 # Categories whose answers hold for one session (personal) or one moment (time-sensitive): the
 # same words asked elsewhere or later do not share them.
 OWN_ANSWER_CATEGORIES = frozenset({"other_session", "cross_session", "cross_session_personal", "time_sensitive"})
+
+
+def keeps_own_answer(case: Case) -> bool:
+    """Whether a case's answers hold for it alone: a personal or time-sensitive category, or a
+    case testing session scoping (its entries' answers are the personal ones)."""
+    return case.category in OWN_ANSWER_CATEGORIES or _tests_scoping(case)
+
+
+def _tests_scoping(case: Case) -> bool:
+    """Its entries stay in their session and the probe comes from another."""
+    return case.probe_session != case.session and case.scope == "session"
 
 
 def _request_identity(case: Case, messages: list[dict[str, Any]], versions: dict[str, Any] | None) -> str:

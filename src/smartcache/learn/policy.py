@@ -77,7 +77,7 @@ class LearningConfig:
     persist_every: int = _LEARN["persist_every"]
     share_after: int = _LEARN["share_after"]
     labels_per_session: int = _LEARN["labels_per_session"]
-    tenants: Any = ()       # read as a mapping; kept as sorted (tenant, error_bound, strict_error_bound)
+    tenants: Any = ()       # read as a mapping; kept as sorted (tenant, error_bound, strict_error_bound), None: unset
 
     def __post_init__(self) -> None:
         if not isinstance(self.enabled, bool):
@@ -102,26 +102,33 @@ class LearningConfig:
             raise ValueError("learning.half_life, segment, segment_factor, max_entries and persist_every "
                              "must be positive (segment_factor at least 1)")
 
-    def _tenant_bounds(self, given: Any) -> tuple[tuple[str, float, float], ...]:
-        if isinstance(given, tuple) and all(isinstance(t, tuple) and len(t) == 3 for t in given):
-            return given        # already read (a replace() of this config)
+    def _tenant_bounds(self, given: Any) -> tuple[tuple[str, float | None, float | None], ...]:
+        """(tenant, error_bound, strict_error_bound), sorted; None where the tenant sets none, so
+        the global bound stands (also after a replace() of it). A mapping or this tuple form."""
+        if isinstance(given, tuple):
+            if not all(isinstance(t, tuple) and len(t) == 3 for t in given):
+                raise ValueError("learning.tenants must map tenant names to tables of error bounds")
+            if len({t[0] for t in given}) != len(given):
+                raise ValueError("learning.tenants names a tenant twice")
+            given = {t[0]: {k: v for k, v in zip(("error_bound", "strict_error_bound"), t[1:]) if v is not None}
+                     for t in given}
         if not isinstance(given, dict):
             raise ValueError("learning.tenants must map tenant names to tables of error bounds")
         out = []
-        for tenant, table in sorted(given.items()):
+        for tenant, table in given.items():
             if not isinstance(tenant, str) or not tenant or not isinstance(table, dict):
                 raise ValueError(f"learning.tenants.{tenant!r} must be a table of error bounds")
             unknown = set(table) - {"error_bound", "strict_error_bound"}
             if unknown:
                 raise ValueError(f"learning.tenants.{tenant}: unknown {sorted(unknown)} "
                                  "(error_bound and strict_error_bound only)")
-            bounds = (table.get("error_bound", self.error_bound), table.get("strict_error_bound", self.strict_error_bound))
-            for name, value in zip(("error_bound", "strict_error_bound"), bounds):
+            for name, value in table.items():
                 if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
                     raise ValueError(f"learning.tenants.{tenant}.{name} must be a number between 0 and 1, "
                                      f"got {value!r}")
-            out.append((tenant, float(bounds[0]), float(bounds[1])))
-        return tuple(out)
+            bound, strict = table.get("error_bound"), table.get("strict_error_bound")
+            out.append((tenant, None if bound is None else float(bound), None if strict is None else float(strict)))
+        return tuple(sorted(out))
 
     def delta(self, stratum: str, tenant: str = "") -> float:
         """δ of a stratum for a tenant: its own bound where ``tenants`` sets one; the high-risk
@@ -129,7 +136,8 @@ class LearningConfig:
         error_bound, strict = self.error_bound, self.strict_error_bound
         for name, own, own_strict in self.tenants:
             if name == tenant:
-                error_bound, strict = own, own_strict
+                error_bound = own if own is not None else error_bound
+                strict = own_strict if own_strict is not None else strict
                 break
         return strict if stratum.endswith(":high") else error_bound
 
