@@ -238,3 +238,27 @@ def test_replicas_and_restarts_join_the_phrasings_the_store_tracks(encoder, cloc
     ask(second, WORDINGS[2], "c", ANSWER)               # joins the class the first one started: 3 sessions
     assert second.stats().shared == 2
     assert exact_hit(second, WORDINGS[0], "d")
+
+
+def test_through_the_gateway_three_users_rewording_one_question_share_its_answers(gateway):
+    """No client marks anything global: the gateway's sessions prove it. Each user asks in
+    their own words; the engine answers alike; a fourth user is then served, word for word,
+    whichever of the first two wordings they send (the third is pending its window)."""
+    import time
+
+    from conftest import chat
+
+    with gateway() as client:
+        client.app.state.service.engine.answer = ANSWER
+        for session, wording in zip("abc", WORDINGS):
+            assert chat(client, [U(wording)], session=session).headers["x-smartcache-status"] == "miss"
+        deadline = time.time() + 10
+        while True:                 # the store, its witness and the promotion run after each answer
+            served = chat(client, [U(WORDINGS[1])], session="d")
+            if served.headers["x-smartcache-status"] == "hit" or time.time() > deadline:
+                break
+            time.sleep(0.1)
+        assert served.headers["x-smartcache-status"] == "hit"
+        assert "exact_match" in served.headers["x-smartcache-reason"]
+        assert served.json()["choices"][0]["message"]["content"] == ANSWER
+        assert client.get("/admin/stats").json()["learning"]["shared"] == 2     # a's and b's wordings

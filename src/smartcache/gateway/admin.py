@@ -174,10 +174,11 @@ def admin_router(service: ChatService, token: str | None, *, closed: bool = Fals
 
 def _learning(s) -> dict[str, Any]:
     """The live error of served answers, measured by checks against the engine, with its
-    95 % Clopper-Pearson interval; and the labels the cache has learned from."""
+    95 % Clopper-Pearson interval; the labels the cache has learned from; the answers it put in
+    a global pool once sessions proved them safe to share."""
     from smartcache.eval.streams import Rate
     rate = Rate.of(s.checks_wrong, s.checks)
-    return {"observations": s.observations, "checks": s.checks, "checks_wrong": s.checks_wrong,
+    return {"observations": s.observations, "checks": s.checks, "checks_wrong": s.checks_wrong, "shared": s.shared,
             "live_error": rate.value if s.checks else None, "live_error_lower95": rate.lower if s.checks else None,
             "live_error_upper95": rate.upper if s.checks else None}
 
