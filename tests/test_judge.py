@@ -97,3 +97,11 @@ def test_stream_answers_judged_by_key() -> None:
         if a["answer_key"] != b["answer_key"]:
             assert got == DIFFERENT, (a["answer"], b["answer"])
         assert judge.compare(a["answer"], a["answer"]).label in (SAME, UNDECIDED)
+
+
+@pytest.mark.parametrize("cached, fresh, label, why", CASES)
+def test_identical_is_compare_s_identity_rule(cached: str, fresh: str, label: Label, why: str) -> None:
+    """The cheap check proven sharing runs on far candidates says SAME exactly where compare
+    says SAME for being one text, never otherwise."""
+    judged = AnswerJudge().compare(cached, fresh)
+    assert AnswerJudge().identical(cached, fresh) == (judged.reason == "identical after normalisation")

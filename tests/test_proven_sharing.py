@@ -262,3 +262,21 @@ def test_through_the_gateway_three_users_rewording_one_question_share_its_answer
         assert "exact_match" in served.headers["x-smartcache-reason"]
         assert served.json()["choices"][0]["message"]["content"] == ANSWER
         assert client.get("/admin/stats").json()["learning"]["shared"] == 2     # a's and b's wordings
+
+
+def test_wordings_far_apart_join_when_the_engine_answered_them_letter_for_letter(make_cache):
+    """Below the cosine the judge is run at, only an identical, specific answer (a deterministic
+    engine's FAQ answer) tells that two wordings are one question."""
+    cache = make_cache()
+    answer = "按日计息，日利率0.05%，借10000元一天的利息是5元，按实际借款天数计算。"
+    wordings = ["10000元一天利息就要500是这样算吗？", "乍么计息", "利息到底是怎么算的"]
+    vectors = cache.encoder.encode(wordings)
+    assert float(vectors[0] @ vectors[1]) < 0.5                  # too far apart for the judge's candidates
+    for session, wording in zip("abc", wordings):
+        ask(cache, wording, session, answer)
+    assert cache.stats().shared >= 1
+    other = "借款利率以页面显示为准，不同用户的利率不同。"           # unlike: no class, however near
+    cache2 = make_cache()
+    for session, (wording, said) in zip("abc", zip(wordings, [answer, other, answer])):
+        ask(cache2, wording, session, said)
+    assert cache2.stats().shared == 0

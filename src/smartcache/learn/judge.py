@@ -120,6 +120,21 @@ class AnswerJudge:
         self.encoder = encoder
         self.thresholds = thresholds or JudgeThresholds()
 
+    def identical(self, cached: str, fresh: str) -> bool:
+        """Whether ``compare`` would call the two SAME for being one text: the cheap part of it,
+        no model run (a few microseconds)."""
+        a, b = normalize_text(cached), normalize_text(fresh)
+        if _GENERIC.search(a) or _GENERIC.search(b):
+            return False
+        return self._identical(a, b, min(len(_units(a)), len(_units(b))) < self.thresholds.min_units)
+
+    @staticmethod
+    def _identical(a: str, b: str, short: bool) -> bool:
+        # Identical and specific: served, the cached text is the engine's answer letter for letter. A
+        # short answer counts only when it carries a number or an id ("42", "(answer k3483)"):
+        # "Paris." for two questions says nothing about whether they are one question.
+        return _bare(a) == _bare(b) and (not short or bool(_NUMBER.search(a)))
+
     def compare(self, cached: str, fresh: str) -> Judgement:
         t = self.thresholds
         a, b = normalize_text(cached), normalize_text(fresh)
@@ -128,10 +143,7 @@ class AnswerJudge:
             return Judgement(Label.UNDECIDED, "generic: a refusal, an apology or a bare yes / no", None)
         ua, ub = _units(a), _units(b)
         short = min(len(ua), len(ub)) < t.min_units
-        if _bare(a) == _bare(b) and (not short or _NUMBER.search(a)):
-            # Identical and specific: served, the cached text is the engine's answer letter for letter. A
-            # short answer counts only when it carries a number or an id ("42", "(answer k3483)"):
-            # "Paris." for two questions says nothing about whether they are one question.
+        if self._identical(a, b, short):
             return Judgement(Label.SAME, "identical after normalisation", 1.0)
         cheap = _cheap_differences(a, b)
         if cheap:

@@ -27,8 +27,9 @@ from smartcache.store import Entry, EntryState, Scope
 log = logging.getLogger("smartcache.sharing")
 
 JOIN_NEAREST = 64       # tracked phrasings a new one looks through, nearest first,
-JOIN_CLASSES = 8        # for the classes whose answers it is compared with (one phrasing each)
-JOIN_FLOOR = 0.5        # cosine below which two wordings are not worth a comparison
+JOIN_CLASSES = 8        # for the classes whose answers the judge compares with it (one phrasing each),
+JOIN_FLOOR = 0.5        # ... at this cosine or more;
+JOIN_IDENTICAL = 24     # and further classes whose answers are compared letter for letter only (a read each)
 HYDRATE = 64            # tracked phrasings another process added, indexed per witness (a get each)
 POOLED_KEPT = 100_000   # entries remembered as shared, so a shared class's witness reads none again
 
@@ -136,23 +137,30 @@ class ProvenSharing:
     def _join(self, asked: Asked) -> bool:
         """A new wording joins the class of the nearest tracked one the engine answered alike.
         An unlike answer says only that the two ask different things: no one is made personal."""
-        judged: set[str] = set()
-        for near, _ in self.phrasings.nearest(asked.tenant, asked.group, asked.vector, JOIN_NEAREST, JOIN_FLOOR):
+        seen: set[str] = set()
+        judged = 0
+        for near, cosine in self.phrasings.nearest(asked.tenant, asked.group, asked.vector, JOIN_NEAREST, -1.0):
             record = self.policy.witnesses(asked.tenant, near)
             if near == asked.key or record is None or record.personal:
                 continue
             root_key, root = self._class_of(asked.tenant, near, record)
-            if root_key in judged or root.personal or len(root.members) >= MEMBERS:
+            if root_key in seen or root.personal or len(root.members) >= MEMBERS:
                 continue
-            if len(judged) == JOIN_CLASSES:
+            if len(seen) == JOIN_CLASSES + JOIN_IDENTICAL:
                 break
-            judged.add(root_key)
+            seen.add(root_key)
             # The class's first answer, not the nearest wording's: alike with alike along a chain
             # of rewordings could drift from the question the class was proven on.
             first = self._get(root.entry)
             if first is None or first.state is EntryState.INVALID:
                 continue
-            if self.judge.compare(first.answer.text, asked.answer).label is not Label.SAME:
+            # The judge in full for the nearest classes; beyond them, only an answer the engine
+            # gave letter for letter (a deterministic engine's FAQ answer) tells a rewording.
+            if judged < JOIN_CLASSES and cosine >= JOIN_FLOOR:
+                judged += 1
+                if self.judge.compare(first.answer.text, asked.answer).label is not Label.SAME:
+                    continue
+            elif not self.judge.identical(first.answer.text, asked.answer):
                 continue
             self._keep(asked.tenant, asked.key, Witnesses(asked.entry, (asked.session,), root=root_key))
             self._share(asked.tenant, root_key,
@@ -233,4 +241,4 @@ def _with_session(record: Witnesses, session: str) -> Witnesses:
     return record if session in record.sessions else replace(record, sessions=record.sessions + (session,))
 
 
-__all__ = ["Asked", "HYDRATE", "JOIN_CLASSES", "JOIN_FLOOR", "JOIN_NEAREST", "ProvenSharing"]
+__all__ = ["Asked", "HYDRATE", "JOIN_CLASSES", "JOIN_FLOOR", "JOIN_IDENTICAL", "JOIN_NEAREST", "ProvenSharing"]
