@@ -96,7 +96,9 @@ def _normalize(text: str, *, lower: bool = True) -> str:
     for pattern, repl in _CNY:
         text = pattern.sub(repl, text)
     if lower:
-        text = text.lower()
+        # Lowering can make a look-alike the table knows (a capital Cyrillic "Һ" is not in it,
+        # its small "һ" is): fold again, or a second normalisation would change the text.
+        text = fold_confusables(text.lower())
     text = _SPACE_AROUND_CJK.sub("", text)
     text = _SPACES.sub(" ", text)
     text = "\n".join(line.strip() for line in text.split("\n") if line.strip())
