@@ -12,6 +12,7 @@ import tempfile
 import pytest
 
 from smartcache import SmartCache, load_config
+from smartcache.decide import Zone
 from smartcache.fingerprint import shared_encoder
 
 
@@ -58,6 +59,18 @@ def A(text: str) -> dict:
 
 def S(text: str) -> dict:
     return {"role": "system", "content": text}
+
+
+def ask(cache, text: str, session: str, answer: str):
+    """The gateway's round in the library: a lookup, and on a miss the engine's ``answer``
+    stored and its promotion window passed. Returns the lookup."""
+    found = cache.lookup([U(text)], session=session)
+    if found.zone is Zone.HIT:
+        return found
+    stored = cache.store(found, answer)
+    assert stored.stored, stored
+    cache.promote(stored.cache_id)
+    return found
 
 
 def remember(cache: SmartCache, messages: list, answer: str, *, session: str = "s1", **kw) -> str:

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from conftest import U
+from conftest import U, ask
 from smartcache import SmartCache, load_config
 from smartcache.decide import ReasonCode, Zone
 from smartcache.errors import ConfigError, InvalidRequest
@@ -312,16 +312,6 @@ def test_the_gateway_learns_from_forwarded_answers_and_shows_the_live_error(gate
 
 SHARED_ANSWER = ("Open Settings, choose Security, then Reset password; the link in the e-mail is valid "
                  "for one hour and the new password needs twelve characters.")
-
-
-def ask(cache, text: str, session: str, answer: str):
-    found = cache.lookup([U(text)], session=session)
-    if found.zone is Zone.HIT:
-        return found
-    stored = cache.store(found, answer)
-    assert stored.stored, stored
-    cache.promote(stored.cache_id)
-    return found
 
 
 def test_an_answer_given_alike_in_three_sessions_enters_the_global_pool(make_cache):

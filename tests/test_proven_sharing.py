@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import U
+from conftest import U, ask
 from smartcache.decide import ReasonCode, Zone
 from smartcache.learn.phrasings import Phrasings
 from smartcache.learn.policy import LearnedPolicy, Witnesses
@@ -19,17 +19,6 @@ ANSWER = ("Open Settings, choose Security, then Reset password; the link in the 
 ROUTER = "Hold the router's power button for ten seconds, then wait two minutes for the lights to settle."
 OTHER = "Your password was reset by the administrator yesterday; use the temporary one from the letter."
 WORDINGS = ["How do I reset my password?", "How can I reset my password?", "How to reset my password"]
-
-
-def ask(cache, text: str, session: str, answer: str):
-    """The gateway's round: a lookup, and on a miss the engine's answer stored, its window passed."""
-    found = cache.lookup([U(text)], session=session)
-    if found.zone is Zone.HIT:
-        return found
-    stored = cache.store(found, answer)
-    assert stored.stored, stored
-    cache.promote(stored.cache_id)
-    return found
 
 
 def exact_hit(cache, text: str, session: str) -> bool:
