@@ -3,7 +3,8 @@
 An answer is shared once the engine gave equivalent answers to one request from
 ``need`` distinct sessions. "One request" is a class of phrasings: the same words
 (after the same history, under the same versions), or a rewording the engine answered
-the same as the phrasing it is nearest to. Each phrasing keeps its own first answer and
+the same as a near class's first answer (the judge for the nearest classes, an identical
+answer for the rest of the candidates). Each phrasing keeps its own first answer and
 key, so a shared class serves each of its wordings word for word, and the semantic path
 compares later ones with all of them. Answers that differ between sessions for the same
 words are personal: the class is never shared, and what it had shared is withdrawn.
