@@ -60,7 +60,8 @@ class LearningConfig:
     the lowest observations of a served region must themselves stay under
     ``segment_factor`` × δ. ``max_entries``: entries whose own evidence is remembered, and
     requests whose answers are tracked across sessions. ``share_after``: sessions that must
-    get the same answer to the same request before it enters the tenant's global pool.
+    get the same answer to one question (its words, or rewordings answered alike) before its
+    answers enter the tenant's global pool.
     ``tenants``: a tenant's own ``error_bound`` and ``strict_error_bound``, over the two above
     (``{"acme": {"error_bound": 0.005}}``; TOML ``[learning.tenants.acme]``)."""
 
