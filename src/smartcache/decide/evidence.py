@@ -17,7 +17,11 @@ are in docs/results.md and docs/eval/history.md, from ``scripts/veto_precision.p
   that states a constraint (``appended``: the crafted near-duplicate of CacheAttack);
 - one request that is the other with a bare negator inserted ("不", "not"), nothing else
   changed;
-- the same places in reversed direction ("从北京到上海" / "从上海到北京", from / to);
+- the same places in reversed direction ("从北京到上海" / "从上海到北京", from / to), and a
+  conversion the other way round, its parts worded as they may be ("a Word document to PDF" /
+  "a PDF to Word", ``swaps.conversion_reversed``);
+- a writing style replaced by one of another register ("正式" / "口语化", "concise" / "formal";
+  "casual" / "informal" are one register);
 - a global entry without history answering a turn that refers back;
 - the histories aligned turn by turn (``history``): another offer under the same short
   reply, or a changed fact or request on the conversation's thread.
@@ -53,10 +57,11 @@ from smartcache.decide.rules import ReasonCode as R
 from smartcache.decide.side import Side, side_of
 from smartcache.decide.swaps import (
     _align_numbers, _anaphora, _edited_turn, _noun_swap_sets, _opposite_swap, _order_swapped, _roles_swapped,
-    comparative_reversed, exchanged_spans, substituted_spans,
+    comparative_reversed, conversion_reversed, exchanged_spans, substituted_spans,
 )
 from smartcache.decide.tokens import _common_share, _is_question_words, diff
 from smartcache.fingerprint import ChangeFlag, Fingerprint, Signature, has_reference, skeletons_conflict
+from smartcache.fingerprint.entities import style_register
 from smartcache.store import Entry, Scope
 
 # Entity kinds whose values are numbers: one replaced by another is a different request.
@@ -88,6 +93,7 @@ _NEGATORS = frozenset("别 不 没 勿 禁 无 未 非 莫 甭 not don't dont ne
 # Rule codes that are hard vetoes. Everything else the rules say is a signal for the verifier.
 HARD_VETOES = frozenset({R.QUANTITY_CHANGE, R.NAME_SWAPPED, R.INTENT_REVERSAL, R.APPENDED_INSTRUCTION,
                          R.APPENDED_CONSTRAINT, R.OPPOSITE_ACTIONS, R.DIRECTION_REVERSED, R.PARTS_EXCHANGED,
+                         R.STYLE_CHANGED,
                          R.CONTEXT_DEPENDENT, R.REPLY_TARGET_CHANGED, R.REFERENT_CHANGED, R.HISTORY_FACT_CHANGED,
                          R.HISTORY_UNSEEN})
 # A route: which end it starts from is its meaning. "A or B", "A vs B" are symmetric and stay evidence.
@@ -340,6 +346,14 @@ def _entities(tally: _Tally, probe: Signature, cached: Signature, context: float
         tally.signal("quantity_change", f"{sorted(old_values - new_values)} -> {sorted(new_values - old_values)}")
         if tally.veto is not None and tally.veto.code is R.QUANTITY_CHANGE:   # "预算提高到八千" changes a condition
             tally.veto_zone = Zone.HALF_HIT if modifies else Zone.MISS
+    # A style replaced ("正式" / "口语化"): another text, unless the words name one register
+    # ("less formal" / "more casual").
+    old_styles, new_styles = style_register(cached.text), style_register(probe.text)
+    replaced = any(_kind(k) == "style" for k in added) and any(_kind(k) == "style" for k in dropped)
+    if replaced and old_styles and new_styles and not old_styles & new_styles:
+        tally.signal("style_changed", f"{sorted(old_styles)} -> {sorted(new_styles)}")
+        if tally.veto is not None and tally.veto.code is R.STYLE_CHANGED:
+            tally.veto_zone = Zone.HALF_HIT if modifies else Zone.MISS
     if added and dropped:
         tally.signal("entity_change", f"{sorted(dropped)} -> {sorted(added)}")
     elif added:
@@ -439,6 +453,10 @@ def _wording(tally: _Tally, probe: Signature, cached: Signature, mine: Side, the
     exchanged = exchanged_spans(a, b)
     if exchanged:
         signal("parts_exchanged", f"{exchanged[0]!r} and {exchanged[1]!r} trade places", "roles_swapped")
+    else:
+        converted = conversion_reversed(a, b)
+        if converted:
+            signal("direction_reversed", f"{converted[0]!r} to {converted[1]!r}, the other way round")
     roles = _roles_swapped(a, b, (*cached.nouns, *probe.nouns))
     if roles:
         signal("roles_swapped", f"{roles[0]!r} and {roles[1]!r} trade places", "roles_swapped")

@@ -245,6 +245,88 @@ def exchanged_spans(a: str, b: str) -> tuple[str, str] | None:
     return found
 
 
+# A conversion or a move names what it starts from and what it ends as: "convert X to Y",
+# "from X to Y", "把X转成Y", "X怎么转换为Y", "word转pdf". X and Y are read with their modifiers.
+_CONVERT_EN = re.compile(r"\b(?:convert(?:ing)?|chang(?:e|ing)|turn(?:ing)?|translat(?:e|ing)|transform(?:ing)?|"
+                         r"export(?:ing)?|switch(?:ing)?|migrat(?:e|ing)|mov(?:e|ing)|transfer(?:ring)?|"
+                         r"port(?:ing)?|from)\s+(?P<x>[\w.+#'-]+(?:\s+[\w.+#'-]+){0,5}?)\s+(?:to|into)\s+"
+                         r"(?P<y>[\w.+#'-]+(?:\s+[\w.+#'-]+){0,3})")
+# Where a part ends: what follows is how or why, not what it becomes.
+_PART_END = frozenset("without with using in on for and so while because but via by then if when that which "
+                      "or than".split())
+_DETERMINERS = frozenset("a an the my your our his her their its this that these those some any me i".split())
+_CLAUSE = r"[^，。？！；,.?!;]"
+_CONVERT_ZH = (
+    re.compile(rf"(?:把|将)(?P<x>{_CLAUSE}{{1,12}}?)(?:怎么|如何|怎样)?(?:转换|转化|转|翻译|换|导出|改|迁移|变)"
+               rf"(?:成|为|到|至)(?P<y>{_CLAUSE}{{1,12}})"),
+    re.compile(rf"(?P<x>{_CLAUSE}{{1,12}}?)(?:怎么|如何|怎样|要|能)?(?:转换|转化|翻译|转|换)(?:成|为)"
+               rf"(?P<y>{_CLAUSE}{{1,12}})"),
+    re.compile(rf"从(?P<x>{_CLAUSE}{{1,10}}?)(?:转到|迁移到|换到|到|至)(?P<y>{_CLAUSE}{{1,10}})"),
+    re.compile(r"(?P<x>[a-z0-9][a-z0-9.+#]*)(?:怎么|如何)?转(?P<y>[a-z0-9][a-z0-9.+#]*)"),
+)
+_ZH_PART_NOISE = re.compile(r"怎么|如何|怎样|请问|我想|帮我|能不能|可以|我的|你的|这个|那个|这段|这张|这份|"
+                            r"一段|一个|一张|一份|的|吗|呢|啊|吧|呀")
+_LATIN = re.compile(r"[a-z0-9][a-z0-9.+#'-]*")
+
+
+def _terms(part: str) -> frozenset[str]:
+    """What names a part: its words (English), its Latin words and character pairs (Chinese)."""
+    if re.search(r"[\u3400-\u9fff]", part):
+        part = _ZH_PART_NOISE.sub(" ", part)
+        terms = set(_LATIN.findall(part))
+        for run in re.findall(r"[\u3400-\u9fff]+", part):
+            terms.update(run[i:i + 2] for i in range(max(1, len(run) - 1)))
+        return frozenset(terms)
+    return frozenset(w for w in _LATIN.findall(part) if w not in _DETERMINERS)
+
+
+def _conversion(text: str) -> tuple[tuple[str, frozenset[str]], tuple[str, frozenset[str]]] | None:
+    """What a conversion or a move in ``text`` starts from and ends as: each part's words and terms."""
+    m = _CONVERT_EN.search(text)
+    if m:
+        x = m["x"].rsplit(" from ", 1)[-1]
+        y = []
+        for word in m["y"].split():
+            if word in _PART_END:
+                break
+            y.append(word)
+        parts = x, " ".join(y)
+    else:
+        m = next((m for p in _CONVERT_ZH if (m := p.search(text))), None)
+        if m is None:
+            return None
+        parts = m["x"], m["y"]
+    found = tuple((part.strip(), _terms(part)) for part in parts)
+    return found if all(terms for _, terms in found) else None
+
+
+def _overlap(p: frozenset[str], q: frozenset[str]) -> float:
+    return len(p & q) / min(len(p), len(q))
+
+
+def conversion_reversed(a: str, b: str) -> tuple[str, str] | None:
+    """A conversion or a move the other way round, its parts worded as they may be: what one
+    request converts from is what the other converts to, and the other way ("an MP4 video to
+    MP3" / "MP3 audio into an MP4", "把Excel表格转成PDF" / "把PDF文件转换成Excel"). Both parts
+    must cross over, and more than either stays where it was: another target alone ("to
+    WAV") or the same direction reworded is none. Returns the first request's parts.
+
+        >>> conversion_reversed("how do i convert a word document to pdf?", "how do i convert a pdf to word?")
+        ('a word document', 'pdf')
+        >>> conversion_reversed("how do i convert a word document to pdf?", "convert word files into pdf") is None
+        True
+    """
+    found_a, found_b = _conversion(a), _conversion(b)
+    if found_a is None or found_b is None:
+        return None
+    ((from_a, xa), (to_a, ya)), ((_, xb), (_, yb)) = found_a, found_b
+    crossed = min(_overlap(xa, yb), _overlap(ya, xb))
+    straight = max(_overlap(xa, xb), _overlap(ya, yb))
+    if crossed >= 0.5 and crossed > straight:
+        return from_a, to_a
+    return None
+
+
 # "what's" / "what is", "isn't" / "is not": the same words spelt two ways.
 _CONTRACTIONS = ((re.compile(r"\b(what|where|who|how|it|that|there|here|which|when|why)'s\b"), r"\1 is"),
                  (re.compile(r"\b(can)'t\b"), r"\1 not"), (re.compile(r"\bwon't\b"), "will not"),

@@ -134,6 +134,16 @@ _BARE_NUM = re.compile(r"(?<![\w.$])(\d+(?:\.\d+)?)(?![\w.]|\.\d)", re.ASCII)
 # "weekly report" / "event announcement" are different requests, however alike the words.
 _STYLE = re.compile(r"正式|轻松|简洁|幽默|委婉|礼貌|口语化|活泼|严肃|书面|"
                     r"\b(?:formal|casual|concise|friendly|polite|humorous|informal|playful|serious)\b", re.I)
+# The register each style names. Two requests whose styles share no register ask for
+# different texts ("formal" / "casual", "简洁" / "委婉"); words that name one register
+# ("casual" / "informal", "口语化" / "轻松") are one style, so a rewording that trades
+# them is not a change. Kept coarse on purpose: near registers share a group.
+_REGISTERS = {"formal": "formal", "正式": "formal", "书面": "formal", "serious": "formal", "严肃": "formal",
+              "casual": "casual", "informal": "casual", "口语化": "casual", "轻松": "casual",
+              "humorous": "playful", "幽默": "playful", "playful": "playful", "活泼": "playful",
+              "concise": "concise", "简洁": "concise",
+              "polite": "polite", "礼貌": "polite", "委婉": "polite",
+              "friendly": "friendly"}
 _DOC_HEAD = (r"(?:email|e-mail|report|notes|review|description|announcement|letter|invitation|memo|proposal|"
              r"summary|post|message|essay|resume|newsletter)")
 _DOC_EN = re.compile(rf"\b((?:[a-z]+[- ])?[a-z]+[- ]{_DOC_HEAD})\b", re.I)
@@ -270,6 +280,45 @@ def _styles_documents(text: str, claims: _Claims) -> None:
         body = re.sub(r"^(?:一封|一份|一篇|一个|如何|怎么|怎样|写好|写|给|帮我|起草|发给)+", "", m[1])
         if len(body) >= 2:
             claims.take(m.start(), m.end(), Entity("doc", body + m[2]))
+
+
+def register_of(style: str) -> str:
+    """The register a style entity's value names ("informal" -> "casual")."""
+    return _REGISTERS.get(style.lower(), style.lower())
+
+
+# A style asked for less of ("less formal", "not so formal", "too formal", "别太正式"): the
+# register opposite it, where there is one; "not formal enough" / "不够正式" asks for more.
+_LESS_BEFORE = re.compile(r"(?:\bless|\bnot so|\bnot too|\bnot as|\btoo|\boverly|过于|太|"
+                          r"(?:别|不要|不用|不|没)[\u4e00-\u9fff]{0,3}?(?:那么|这么))\s*$", re.I)
+_MORE_AFTER = re.compile(r"^\s*enough\b", re.I)
+_NOT_ENOUGH_BEFORE = re.compile(r"不够\s*$")
+_OPPOSITE_REGISTER = {"formal": "casual", "casual": "formal"}
+
+
+def style_register(text: str) -> frozenset[str] | None:
+    """The registers of the styles a text asks for; None when one is asked for less of and
+    has no opposite register ("less concise" asks for no named style).
+
+        >>> sorted(style_register("make it more formal and concise"))
+        ['concise', 'formal']
+        >>> style_register("改得口语化、轻松一点") == style_register("rewrite it in an informal tone")
+        True
+        >>> style_register("make it less formal") == style_register("make it more casual")
+        True
+        >>> style_register("it is not formal enough"), style_register("less concise, please")
+        (frozenset({'formal'}), None)
+    """
+    found = set()
+    for m in _STYLE.finditer(text):
+        register = register_of(m[0])
+        before, after = text[max(0, m.start() - 12):m.start()], text[m.end():m.end() + 8]
+        if _LESS_BEFORE.search(before) and not _MORE_AFTER.search(after) and not _NOT_ENOUGH_BEFORE.search(before):
+            if register not in _OPPOSITE_REGISTER:
+                return None
+            register = _OPPOSITE_REGISTER[register]
+        found.add(register)
+    return frozenset(found)
 
 
 def _names(text: str, claims: _Claims) -> None:
