@@ -41,6 +41,8 @@ SAME = [
     ("Could you summarize this paragraph in two lines: the rain fell all day.",
      "Summarize this paragraph in two lines: the rain fell all day."),
     ("能不能帮我把这段话翻译成英文：明天见", "把这段话翻译成英文：明天见"),
+    # the "+" of a name is kept, and a slip elsewhere is still one
+    ("how do i compile a c++ progam", "How do I compile a C++ program?"),
 ]
 
 DIFFERENT = [
@@ -83,6 +85,12 @@ DIFFERENT = [
     ("帮我订一张去上海的票", "帮他订一张去上海的票"),
     ("Can you eat raw mushrooms?", "Eat raw mushrooms?"),          # "can you" also asks what anyone can do
     ("麻烦用英语怎么说", "用英语怎么说"),
+    # a "+" or "#" glued to a word names another thing: a language, a grade, a plan, a tier
+    ("How do I learn C++ fast?", "How do I learn C fast?"),
+    ("C# or Java for a beginner?", "C or Java for a beginner?"),
+    ("Is Disney+ worth it?", "Is Disney worth it?"),
+    ("What does an A+ grade mean?", "What does an A grade mean?"),
+    ("5+ years of experience in python", "5 years of experience in python"),
 ]
 
 

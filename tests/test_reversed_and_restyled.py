@@ -27,6 +27,7 @@ REVERSED = [
     ("怎么把Excel表格转成PDF", "怎么把PDF文件转换成Excel"),
     ("如何把繁体中文转换为简体中文", "如何把简体转换成繁体中文"),
     ("PPT怎么转成Word文档", "Word文档怎么转换成PPT"),
+    ("Switch my phone to Android from an iPhone", "Switch from Android to an iPhone"),
 ]
 
 SAME_DIRECTION = [
@@ -41,6 +42,13 @@ SAME_DIRECTION = [
     # Another target, not the reverse: other rules and the verifier decide.
     ("How can I convert an MP4 video to MP3?", "How can I convert an MP4 video to WAV?"),
     ("怎么把Excel表格转成PDF", "怎么把Excel表格转成图片"),
+    # "to Y from X" is "from X to Y"; an amount asked, a distance or a sum is the same both
+    # ways (found by a review).
+    ("Switch my plan to annual from monthly billing", "switch from monthly to annual billing plan"),
+    ("How do I change my keyboard to English from Chinese?", "Change from Chinese to an English keyboard"),
+    ("1000日元换成人民币是多少", "多少人民币可以换成1000日元"),
+    ("How far is it from my home to the office?", "What's the distance from the office to my home?"),
+    ("从1到100的和是多少", "从100到1的和是多少"),
     # Nothing converted.
     ("How do I go to the airport from downtown?", "What's the fastest way to get downtown from the airport?"),
     ("转账到别人的卡上要多久", "别人转账到我的卡上要多久"),
@@ -64,9 +72,16 @@ SAME_REGISTER = [
     ("把这段改得口语化一点", "把这段改得轻松一点"),
     ("语气委婉一点", "语气礼貌一点"),
     ("Write a playful birthday message for my sister", "Write a humorous birthday message for my sister"),
-    # Less of one register is more of the other.
+    # Less of one register, or none of it, is more of the other.
     ("Make it less formal.", "Make it more casual."),
     ("别写得那么正式", "写得口语化一点"),
+    ("Rewrite this in a non-formal tone", "Rewrite this in a casual tone"),
+    ("Don't be so formal, write it like a friend", "Write it in a friendly way"),
+    ("回复客户不要正式", "回复客户轻松一点"),
+    ("这封信太过正式了，帮我改改", "把这封信改得口语化一点"),
+    # Near words of one register (found by a review): no change either.
+    ("Write a polite email to my professor", "Write a formal email to my professor"),
+    ("Write a friendly reply to this comment", "Write a casual reply to this comment"),
 ]
 
 UNSURE = [
@@ -97,6 +112,10 @@ def test_styles_of_different_registers_differ(a, b):
 @pytest.mark.parametrize("a,b", SAME_REGISTER)
 def test_styles_of_one_register_are_one(a, b):
     assert style_register(normalize_text(a)) == style_register(normalize_text(b)) != frozenset()
+
+
+def test_a_negator_further_off_in_chinese_negates_no_style():
+    assert style_register(normalize_text("帮我把这封不太长的信改得正式一点")) == {"formal"}
 
 
 @pytest.mark.parametrize("a,b", UNSURE)

@@ -51,7 +51,9 @@ from rapidfuzz.distance import OSA, Levenshtein
 from smartcache.fingerprint import Signature
 from smartcache.fingerprint.lexicon import concepts_of_kind, word_opposites, words_of_kind
 
-_TOKEN = re.compile(r"[a-z]+(?:'[a-z]+)*|\d+(?:[.,:]\d+)*|[\u3400-\u9fff]|[^\W\d_a-z\u3400-\u9fff]+")
+# A "+" or "#" glued to a word or a number is part of it: C++ and C#, Disney+, an A+ grade, "5+
+# years" name other things than C, Disney, an A and 5.
+_TOKEN = re.compile(r"[a-z]+(?:'[a-z]+)*[+#]*|\d+(?:[.,:]\d+)*[+#]*|[\u3400-\u9fff]|[^\W\d_a-z\u3400-\u9fff]+")
 _CJK = re.compile(r"[\u3400-\u9fff]")
 # Not 吗 (a question, not a statement), nor "a" / "an" ("hepatitis a vaccine").
 _DROPPABLE = frozenset({"的", "呢", "吧", "啊", "呀", "嘛", "the"})

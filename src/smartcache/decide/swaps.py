@@ -253,7 +253,12 @@ _CONVERT_EN = re.compile(r"\b(?:convert(?:ing)?|chang(?:e|ing)|turn(?:ing)?|tran
                          r"(?P<y>[\w.+#'-]+(?:\s+[\w.+#'-]+){0,3})")
 # Where a part ends: what follows is how or why, not what it becomes.
 _PART_END = frozenset("without with using in on for and so while because but via by then if when that which "
-                      "or than".split())
+                      "or than from".split())
+# Not a direction: a distance or a sum is the same both ways, and a part that asks an amount
+# ("how much yuan buys 1000 yen") is the other's price; numbers alone are left to the
+# quantity rules.
+_SYMMETRIC = re.compile(r"\bhow far\b|\bdistance\b|距离|多远|多少公里|\bsum\b|\btotal\b|之和|的和")
+_ASKS_AMOUNT = re.compile(r"多少|几|\bhow (?:much|many)\b")
 _DETERMINERS = frozenset("a an the my your our his her their its this that these those some any me i".split())
 _CLAUSE = r"[^，。？！；,.?!;]"
 _CONVERT_ZH = (
@@ -262,7 +267,7 @@ _CONVERT_ZH = (
     re.compile(rf"(?P<x>{_CLAUSE}{{1,12}}?)(?:怎么|如何|怎样|要|能)?(?:转换|转化|翻译|转|换)(?:成|为)"
                rf"(?P<y>{_CLAUSE}{{1,12}})"),
     re.compile(rf"从(?P<x>{_CLAUSE}{{1,10}}?)(?:转到|迁移到|换到|到|至)(?P<y>{_CLAUSE}{{1,10}})"),
-    re.compile(r"(?P<x>[a-z0-9][a-z0-9.+#]*)(?:怎么|如何)?转(?P<y>[a-z0-9][a-z0-9.+#]*)"),
+    re.compile(r"(?<![a-z0-9.+#])(?P<x>[a-z0-9][a-z0-9.+#]*)(?:怎么|如何)?转(?P<y>[a-z0-9][a-z0-9.+#]*)"),
 )
 _ZH_PART_NOISE = re.compile(r"怎么|如何|怎样|请问|我想|帮我|能不能|可以|我的|你的|这个|那个|这段|这张|这份|"
                             r"一段|一个|一张|一份|的|吗|呢|啊|吧|呀")
@@ -280,24 +285,40 @@ def _terms(part: str) -> frozenset[str]:
     return frozenset(w for w in _LATIN.findall(part) if w not in _DETERMINERS)
 
 
+@lru_cache(maxsize=4096)
 def _conversion(text: str) -> tuple[tuple[str, frozenset[str]], tuple[str, frozenset[str]]] | None:
-    """What a conversion or a move in ``text`` starts from and ends as: each part's words and terms."""
+    """What a conversion or a move in ``text`` starts from and ends as: each part's words and
+    terms ("switch my plan to annual from monthly": from "monthly", to "annual")."""
+    if _SYMMETRIC.search(text):
+        return None
     m = _CONVERT_EN.search(text)
     if m:
-        x = m["x"].rsplit(" from ", 1)[-1]
-        y = []
-        for word in m["y"].split():
-            if word in _PART_END:
-                break
-            y.append(word)
+        x = m["x"].rsplit(" from ", 1)[-1].removeprefix("from ")
+        # The target's words up to where it ends, then "to Y from X": X is what it starts from.
+        words = _LATIN.findall(text[m.start("y"):m.start("y") + 120])
+        y, i = [], 0
+        while i < len(words) and i < 4 and words[i] not in _PART_END:
+            y.append(words[i])
+            i += 1
+        if i < len(words) and words[i] == "from":
+            source = []
+            for word in words[i + 1:i + 5]:
+                if word in _PART_END:
+                    break
+                source.append(word)
+            x = " ".join(source)
         parts = x, " ".join(y)
     else:
         m = next((m for p in _CONVERT_ZH if (m := p.search(text))), None)
         if m is None:
             return None
         parts = m["x"], m["y"]
+    if any(_ASKS_AMOUNT.search(part) for part in parts):
+        return None
     found = tuple((part.strip(), _terms(part)) for part in parts)
-    return found if all(terms for _, terms in found) else None
+    if not all(terms for _, terms in found) or any(all(t.isdigit() for t in terms) for _, terms in found):
+        return None
+    return found
 
 
 def _overlap(p: frozenset[str], q: frozenset[str]) -> float:

@@ -135,15 +135,13 @@ _BARE_NUM = re.compile(r"(?<![\w.$])(\d+(?:\.\d+)?)(?![\w.]|\.\d)", re.ASCII)
 _STYLE = re.compile(r"正式|轻松|简洁|幽默|委婉|礼貌|口语化|活泼|严肃|书面|"
                     r"\b(?:formal|casual|concise|friendly|polite|humorous|informal|playful|serious)\b", re.I)
 # The register each style names. Two requests whose styles share no register ask for
-# different texts ("formal" / "casual", "简洁" / "委婉"); words that name one register
-# ("casual" / "informal", "口语化" / "轻松") are one style, so a rewording that trades
-# them is not a change. Kept coarse on purpose: near registers share a group.
-_REGISTERS = {"formal": "formal", "正式": "formal", "书面": "formal", "serious": "formal", "严肃": "formal",
-              "casual": "casual", "informal": "casual", "口语化": "casual", "轻松": "casual",
-              "humorous": "playful", "幽默": "playful", "playful": "playful", "活泼": "playful",
-              "concise": "concise", "简洁": "concise",
-              "polite": "polite", "礼貌": "polite", "委婉": "polite",
-              "friendly": "friendly"}
+# different texts ("formal" / "casual", "简洁" / "正式"); words of one register ("casual" /
+# "friendly" / "幽默", "polite" / "formal" / "委婉") are one style, so a rewording that trades
+# them is not a change. Kept coarse on purpose: only a register against another is a veto.
+_REGISTERS = {**dict.fromkeys(("formal", "正式", "书面", "serious", "严肃", "polite", "礼貌", "委婉"), "formal"),
+              **dict.fromkeys(("casual", "informal", "口语化", "轻松", "friendly", "humorous", "幽默", "playful",
+                               "活泼"), "casual"),
+              **dict.fromkeys(("concise", "简洁"), "concise")}
 _DOC_HEAD = (r"(?:email|e-mail|report|notes|review|description|announcement|letter|invitation|memo|proposal|"
              r"summary|post|message|essay|resume|newsletter)")
 _DOC_EN = re.compile(rf"\b((?:[a-z]+[- ])?[a-z]+[- ]{_DOC_HEAD})\b", re.I)
@@ -287,18 +285,32 @@ def register_of(style: str) -> str:
     return _REGISTERS.get(style.lower(), style.lower())
 
 
-# A style asked for less of ("less formal", "not so formal", "too formal", "别太正式"): the
-# register opposite it, where there is one; "not formal enough" / "不够正式" asks for more.
-_LESS_BEFORE = re.compile(r"(?:\bless|\bnot so|\bnot too|\bnot as|\btoo|\boverly|过于|太|"
-                          r"(?:别|不要|不用|不|没)[\u4e00-\u9fff]{0,3}?(?:那么|这么))\s*$", re.I)
-_MORE_AFTER = re.compile(r"^\s*enough\b", re.I)
-_NOT_ENOUGH_BEFORE = re.compile(r"不够\s*$")
-_OPPOSITE_REGISTER = {"formal": "casual", "casual": "formal"}
+# A style asked for less of, or not at all ("less formal", "not formal", "non-formal", "too
+# formal", "tone down the formal", "不要正式", "别太正式", "太过正式"): the register opposite it,
+# for the plain formal and casual words; any other style so asked names no register. "Not
+# formal enough" / "不够正式" asks for more. English is read in the clause before the word;
+# Chinese only right before it (不 and 太 are too common further off: "不太长的信改得正式").
+_LESS_EN = re.compile(r"\b(?:less|not|non|nothing|no need|without|too|overly|tone down|drop|avoid|never)\b|n't\b",
+                      re.I)
+_LESS_ZH = re.compile(r"(?:太|过于|太过|那么|这么)$|(?:不要|不用|不必|无需|别|没有?|不)[\u4e00-\u9fff]{0,4}$")
+_CLAUSE_END = re.compile(r"[,.;:!?，。；：！？、]")
+_ENOUGH_AFTER = re.compile(r"^\s*enough\b", re.I)
+_OPPOSITE_STYLE = {**dict.fromkeys(("formal", "正式", "书面", "serious", "严肃"), "casual"),
+                   **dict.fromkeys(("casual", "informal", "口语化", "轻松"), "formal")}
+
+
+def _asked_less(text: str, start: int, end: int) -> bool:
+    """Whether the style word at text[start:end] is asked for less of, or not at all."""
+    if _is_zh(text[start:end]):
+        before = _CLAUSE_END.split(text[max(0, start - 8):start])[-1]
+        return bool(_LESS_ZH.search(before)) and not before.endswith("不够")
+    before = _CLAUSE_END.split(text[max(0, start - 24):start])[-1]
+    return bool(_LESS_EN.search(before)) and not _ENOUGH_AFTER.search(text[end:end + 8])
 
 
 def style_register(text: str) -> frozenset[str] | None:
-    """The registers of the styles a text asks for; None when one is asked for less of and
-    has no opposite register ("less concise" asks for no named style).
+    """The registers of the styles a text asks for; None when one is asked for less of, or not
+    at all, and has no opposite register ("less concise" asks for no named style).
 
         >>> sorted(style_register("make it more formal and concise"))
         ['concise', 'formal']
@@ -311,13 +323,13 @@ def style_register(text: str) -> frozenset[str] | None:
     """
     found = set()
     for m in _STYLE.finditer(text):
-        register = register_of(m[0])
-        before, after = text[max(0, m.start() - 12):m.start()], text[m.end():m.end() + 8]
-        if _LESS_BEFORE.search(before) and not _MORE_AFTER.search(after) and not _NOT_ENOUGH_BEFORE.search(before):
-            if register not in _OPPOSITE_REGISTER:
+        if _asked_less(text, m.start(), m.end()):
+            opposite = _OPPOSITE_STYLE.get(m[0].lower())
+            if opposite is None:
                 return None
-            register = _OPPOSITE_REGISTER[register]
-        found.add(register)
+            found.add(opposite)
+        else:
+            found.add(register_of(m[0]))
     return frozenset(found)
 
 
