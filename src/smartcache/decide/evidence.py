@@ -17,6 +17,8 @@ are in docs/results.md and docs/eval/history.md, from ``scripts/veto_precision.p
   that states a constraint (``appended``: the crafted near-duplicate of CacheAttack);
 - one request that is the other with a bare negator inserted ("不", "not"), nothing else
   changed;
+- a long unbroken string (a sequence, a hash, a URL, a path) replaced by another, or a word
+  with a "+" or "#" for the word without (C++ / C);
 - the same places in reversed direction ("从北京到上海" / "从上海到北京", from / to), and a
   conversion the other way round, its parts worded as they may be ("a Word document to PDF" /
   "a PDF to Word", ``swaps.conversion_reversed``);
@@ -57,7 +59,7 @@ from smartcache.decide.rules import ReasonCode as R
 from smartcache.decide.side import Side, side_of
 from smartcache.decide.swaps import (
     _align_numbers, _anaphora, _edited_turn, _noun_swap_sets, _opposite_swap, _order_swapped, _roles_swapped,
-    comparative_reversed, conversion_reversed, exchanged_spans, substituted_spans,
+    comparative_reversed, conversion_reversed, exchanged_spans, payload_replaced, substituted_spans,
 )
 from smartcache.decide.tokens import _common_share, _is_question_words, diff
 from smartcache.fingerprint import ChangeFlag, Fingerprint, Signature, has_reference, skeletons_conflict
@@ -93,7 +95,7 @@ _NEGATORS = frozenset("别 不 没 勿 禁 无 未 非 莫 甭 not don't dont ne
 # Rule codes that are hard vetoes. Everything else the rules say is a signal for the verifier.
 HARD_VETOES = frozenset({R.QUANTITY_CHANGE, R.NAME_SWAPPED, R.INTENT_REVERSAL, R.APPENDED_INSTRUCTION,
                          R.APPENDED_CONSTRAINT, R.OPPOSITE_ACTIONS, R.DIRECTION_REVERSED, R.PARTS_EXCHANGED,
-                         R.STYLE_CHANGED,
+                         R.STYLE_CHANGED, R.PAYLOAD_CHANGED,
                          R.CONTEXT_DEPENDENT, R.REPLY_TARGET_CHANGED, R.REFERENT_CHANGED, R.HISTORY_FACT_CHANGED,
                          R.HISTORY_UNSEEN})
 # A route: which end it starts from is its meaning. "A or B", "A vs B" are symmetric and stay evidence.
@@ -468,6 +470,13 @@ def _wording(tally: _Tally, probe: Signature, cached: Signature, mine: Side, the
     swapped = _name_swapped(probe, cached, swaps)
     if swapped:
         signal("name_swapped", f"{swapped[0]!r} in place of {swapped[1]!r}, the rest word for word")
+    # A "+" or "#" glued to a word names another thing: C++ / C, Z+ / Z, Disney+ / Disney.
+    glued = [(p, q) for p, q in substituted_spans(a, b) if p != q and p.rstrip("+#") == q.rstrip("+#")]
+    if glued:
+        signal("name_swapped", f"{glued[0][1]!r} in place of {glued[0][0]!r}: a '+' or '#' names another thing")
+    payload = payload_replaced(a, b)
+    if payload:
+        signal("payload_changed", f"{payload[1][:32]!r} in place of {payload[0][:32]!r}")
 
 
 def _name_swapped(probe: Signature, cached: Signature, swaps: list[tuple[str, str]]) -> tuple[str, str] | None:

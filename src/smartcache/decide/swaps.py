@@ -348,6 +348,33 @@ def conversion_reversed(a: str, b: str) -> tuple[str, str] | None:
     return None
 
 
+# A long unbroken string names exactly one thing: a DNA or protein sequence, a hash, a key, a
+# URL, a path. One replaced by another is another request, however alike the words around it
+# (two 1,400-letter sequences after one instruction read as the same to every vector). A run
+# of letters and hyphens ("state-of-the-art") is a word unless it is very long.
+_PAYLOAD = re.compile(r"[a-z0-9][a-z0-9_./:+=%#?&@~-]{15,}")
+_PAYLOAD_MARK = re.compile(r"[\d_./:+=%#?&@~]")
+
+
+def _payloads(text: str) -> frozenset[str]:
+    found = (p.rstrip(".?:,") for p in _PAYLOAD.findall(text))
+    return frozenset(p for p in found if len(p) >= 30 or (len(p) >= 16 and _PAYLOAD_MARK.search(p)))
+
+
+def payload_replaced(a: str, b: str) -> tuple[str, str] | None:
+    """A long unbroken string of one request replaced by another in the other: ('the first
+    request's', 'the other's'), or None.
+
+        >>> payload_replaced("summarise https://example.com/blog/cache-notes", "summarise https://example.com/blog/queue-notes")
+        ('https://example.com/blog/cache-notes', 'https://example.com/blog/queue-notes')
+        >>> payload_replaced("what is a state-of-the-art cache?", "which caches are state-of-the-art?") is None
+        True
+    """
+    pa, pb = _payloads(a), _payloads(b)
+    gone, new = pa - pb, pb - pa
+    return (min(gone), min(new)) if gone and new else None
+
+
 # "what's" / "what is", "isn't" / "is not": the same words spelt two ways.
 _CONTRACTIONS = ((re.compile(r"\b(what|where|who|how|it|that|there|here|which|when|why)'s\b"), r"\1 is"),
                  (re.compile(r"\b(can)'t\b"), r"\1 not"), (re.compile(r"\bwon't\b"), "will not"),
