@@ -79,3 +79,22 @@ def test_a_bad_engine_request_is_refused():
     with pytest.raises(ValueError):
         engine_request({"messages": "not a list"})
     assert engine_request({"messages": [], "stop": "x"}).params.stop == ("x",)
+
+
+_CHILD = "from smartcache.engine.server import die_with_parent; die_with_parent(); print('alive', flush=True)"
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("parent_alive", [True, False])
+def test_a_child_whose_parent_died_before_it_asked_to_die_with_it_exits_at_once(parent_alive):
+    """A worker still importing when ``serve`` was SIGKILLed asked for the parent-death signal
+    too late, and went on serving the port as an orphan (found after the crash test). It now
+    compares its parent with the one ``serve`` named, and exits at once when they differ."""
+    import os
+    import subprocess
+    import sys
+
+    parent = os.getpid() if parent_alive else 1      # not our parent: as after a re-parenting
+    done = subprocess.run([sys.executable, "-c", _CHILD], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "SMARTCACHE_PARENT_PID": str(parent)})
+    assert (done.returncode, "alive" in done.stdout) == ((0, True) if parent_alive else (1, False)), done

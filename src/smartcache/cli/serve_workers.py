@@ -36,7 +36,7 @@ import time
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from smartcache.cli.console import fail
-from smartcache.engine.server import die_with_parent
+from smartcache.engine.server import PARENT_ENV, die_with_parent
 from smartcache.errors import SmartCacheError
 from smartcache.gateway.shared_telemetry import ENV as SHARED_TELEMETRY_ENV
 
@@ -57,6 +57,7 @@ def run_workers(args: argparse.Namespace, workers: int) -> int:
         return fail(exc)
     run_dir = tempfile.mkdtemp(prefix="smartcache-serve-")
     engine = None
+    os.environ[PARENT_ENV] = str(os.getpid())     # the engine and the workers die with this process
     try:
         metrics_dir = os.path.join(run_dir, "metrics")
         os.mkdir(metrics_dir)
@@ -83,7 +84,7 @@ def run_workers(args: argparse.Namespace, workers: int) -> int:
     except (OSError, SmartCacheError, RuntimeError, ValueError) as exc:
         return fail(exc)
     finally:
-        for name in (WORKER_ENV, SHARED_TELEMETRY_ENV, "PROMETHEUS_MULTIPROC_DIR"):
+        for name in (WORKER_ENV, SHARED_TELEMETRY_ENV, "PROMETHEUS_MULTIPROC_DIR", PARENT_ENV):
             os.environ.pop(name, None)
         if engine is not None:
             stop(engine)

@@ -25,6 +25,7 @@ import argparse
 import ctypes
 import json
 import logging
+import os
 import signal
 import time
 import uuid
@@ -151,14 +152,23 @@ async def _stream(events: AsyncIterator, first, cid: str, created: int, model: s
         await events.aclose()
 
 
+PARENT_ENV = "SMARTCACHE_PARENT_PID"     # set by ``serve --workers``: the process its children die with
+
+
 def die_with_parent() -> None:
     """Linux: be killed when the process that started this one dies, even by SIGKILL, so a
-    crashed ``serve`` leaves no engine or worker holding its port, socket or file."""
+    crashed ``serve`` leaves no engine or worker holding its port, socket or file. A parent
+    that died before this was called (a worker still importing when ``serve`` was killed) sends
+    no signal: that one is read from ``SMARTCACHE_PARENT_PID``, after the signal is asked for,
+    and this process exits at once (an orphaned worker went on serving the port)."""
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(1, signal.SIGKILL)       # PR_SET_PDEATHSIG
     except (OSError, AttributeError):       # not Linux: the parent's orderly shutdown still stops it
         pass
+    parent = os.environ.get(PARENT_ENV, "")
+    if parent.isdigit() and os.getppid() != int(parent):
+        os._exit(1)                         # no cleanup to run: nothing was started yet
 
 
 def main(argv: list[str] | None = None) -> int:
