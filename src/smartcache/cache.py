@@ -598,6 +598,18 @@ class SmartCache:
                             "wrong_upper95": round(point.upper, 5), "error_bound": point.delta}
         return out
 
+    def sharing(self, tenant: str) -> dict[str, object]:
+        """How many sessions one answer must reach before it is shared in ``tenant``'s pool, and
+        the comparisons that rest on (``LearnedPolicy.sharing_point``); empty when nothing is
+        shared without an admin."""
+        if self.policy is None or self._sharing is None:
+            return {}
+        self._policy_of(tenant)
+        point = self.policy.sharing_point(tenant)
+        return {"sessions_needed": self._sharing.sessions_needed(tenant), "source": point.source,
+                "compared": round(point.compared, 1), "differed": round(point.differed, 1),
+                "differ_upper95": round(point.upper, 5), "error_bound": point.delta}
+
     def _sample_check(self, tenant: str, decision: Decision) -> Decision:
         """A sampled share of the verifier's hits asks to be checked against the engine, so the
         live error is measured and the learned point can rise when it must."""

@@ -193,7 +193,8 @@ class SmartCacheStream:
                                 "point": point.score, "point_source": point.source}
             checked, wrong = policy.live(tenant)
             out[tenant] = {"strata": strata, "checks": checked, "checks_wrong": wrong,
-                           "shared": sum(1 for w in state["shared"].values() if w[3])}
+                           "shared": sum(1 for w in state["shared"].values() if w[3]),
+                           "sharing": self.cache.sharing(tenant)}
         return out
 
 

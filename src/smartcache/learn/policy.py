@@ -61,7 +61,9 @@ class LearningConfig:
     ``segment_factor`` × δ. ``max_entries``: entries whose own evidence is remembered, and
     requests whose answers are tracked across sessions. ``share_after``: sessions that must
     get the same answer to one question (its words, or rewordings answered alike) before its
-    answers enter the tenant's global pool.
+    answers enter the tenant's global pool; ``share_after_proven``: as many, fewer, once the
+    tenant's own traffic bounds P(another session gets other words for the same request) at
+    δ (``sharing_point``; 0: never fewer).
     ``tenants``: a tenant's own ``error_bound`` and ``strict_error_bound``, over the two above
     (``{"acme": {"error_bound": 0.005}}``; TOML ``[learning.tenants.acme]``)."""
 
@@ -77,6 +79,7 @@ class LearningConfig:
     max_entries: int = _LEARN["max_entries"]
     persist_every: int = _LEARN["persist_every"]
     share_after: int = _LEARN["share_after"]
+    share_after_proven: int = _LEARN["share_after_proven"]
     labels_per_session: int = _LEARN["labels_per_session"]
     tenants: Any = ()       # read as a mapping; kept as sorted (tenant, error_bound, strict_error_bound), None: unset
 
@@ -94,6 +97,11 @@ class LearningConfig:
             raise ValueError("learning.check_floor must not exceed learning.check_cap")
         if not isinstance(self.share_after, int) or self.share_after < 0 or self.share_after == 1:
             raise ValueError("learning.share_after must be 0 (never) or a number of sessions of at least 2")
+        if not isinstance(self.share_after_proven, int) or self.share_after_proven < 0 \
+                or self.share_after_proven == 1 or self.share_after_proven > max(self.share_after, 2):
+            # 1 would share a first answer at once: no later session would be compared with it again.
+            raise ValueError("learning.share_after_proven must be 0 (never fewer) or a number of sessions "
+                             "from 2 to share_after")
         if not isinstance(self.labels_per_session, int) or self.labels_per_session < 1:
             raise ValueError("learning.labels_per_session must be a positive number of labels")
         if not all(math.isfinite(float(v)) for v in (self.half_life, self.segment, self.segment_factor)):
@@ -198,6 +206,24 @@ class ServePoint:
                 f"P(wrong) <= {self.upper:.4f} (95 %) vs δ {self.delta:g}")
 
 
+@dataclass(frozen=True)
+class SharingPoint:
+    """How many sessions must get one answer before it is shared, and what that rests on:
+    ``compared`` later sessions' answers to words another session had asked (decayed),
+    ``differed`` of them, and the 95 % upper bound on P(differ), against δ."""
+
+    need: int
+    source: str             # "packaged" or "proven"
+    compared: float = 0.0
+    differed: float = 0.0
+    upper: float = 1.0
+    delta: float = 0.01
+
+    def describe(self) -> str:
+        return (f"shared after {self.need} sessions ({self.source}): {self.differed:.0f} of {self.compared:.0f} "
+                f"later sessions answered otherwise, P(differ) <= {self.upper:.4f} (95 %) vs δ {self.delta:g}")
+
+
 class _Tenant:
     """One tenant's learned state: a histogram per stratum, the entries' own floors, and
     the hits served and checked per stratum."""
@@ -212,6 +238,10 @@ class _Tenant:
         self.shared: OrderedDict[str, Witnesses] = OrderedDict()   # request key -> who got which answer
         self.senders: OrderedDict[str, int] = OrderedDict()        # session -> labels it added
         self.labels: dict[str, int] = defaultdict(int)             # labels added per stratum
+        # Later sessions' answers to words another session asked, against the first answer:
+        # [compared, differed] (decayed like a stratum) and the labels that came.
+        self.agreement: list[float] = [0.0, 0.0]
+        self.agreement_labels = 0
         self.unsaved = 0
 
 
@@ -367,6 +397,44 @@ class LearnedPolicy:
             state.unsaved += 1
             return state.unsaved >= self.config.persist_every
 
+    def compared(self, tenant: str, session: str, same: bool) -> bool:
+        """Record that a later ``session``'s answer to words another session had asked was
+        (``same``) or was not the first answer; True when the tenant's state should be saved.
+        A session past its ``labels_per_session`` adds no "same" (the client picks what it
+        repeats); a difference always counts: it only makes sharing stricter."""
+        with self._lock:
+            state = self._tenants[tenant]
+            if same:
+                if state.senders.get(session, 0) >= self.config.labels_per_session:
+                    return False
+                for record in (state, self._news[tenant]):
+                    record.senders[session] = record.senders.get(session, 0) + 1
+                    record.senders.move_to_end(session)
+                    while len(record.senders) > self.config.max_entries:
+                        record.senders.popitem(last=False)
+            for record in (state, self._news[tenant]):
+                record.agreement = [record.agreement[0] * self._keep + 1.0,
+                                    record.agreement[1] * self._keep + (not same)]
+                record.agreement_labels += 1
+            state.unsaved += 1
+            return state.unsaved >= self.config.persist_every
+
+    def sharing_point(self, tenant: str) -> SharingPoint:
+        """Sessions one answer must reach before it is shared: ``share_after_proven`` once the
+        tenant's comparisons bound P(a later session is answered otherwise) at δ at 95 % (with
+        no difference seen, ~300 comparisons at δ = 0.01), else ``share_after``. The comparisons
+        keep coming while it is lowered (each class's last unshared session is one), so a
+        tenant whose answers turn personal goes back by itself."""
+        delta = self.config.delta("any:single:low", tenant)
+        with self._lock:
+            state = self._tenants.get(tenant)
+            compared, differed = state.agreement if state is not None else (0.0, 0.0)
+        bound = upper(differed, compared, self.config.confidence)
+        proven = self.config.share_after_proven
+        if proven and bound <= delta:
+            return SharingPoint(proven, "proven", compared, differed, bound, delta)
+        return SharingPoint(self.config.share_after, "packaged", compared, differed, bound, delta)
+
     def live(self, tenant: str | None = None) -> tuple[int, int]:
         """(checked, found wrong) of the served answers checked so far (one tenant, or all)."""
         with self._lock:
@@ -460,6 +528,9 @@ class LearnedPolicy:
         for name in set(base.served) | set(news.served):
             out.served[name] = base.served.get(name, 0) + news.served.get(name, 0)
         out.checks = [base.checks[0] + news.checks[0], base.checks[1] + news.checks[1]]
+        fade = self._keep ** news.agreement_labels
+        out.agreement = [base.agreement[0] * fade + news.agreement[0], base.agreement[1] * fade + news.agreement[1]]
+        out.agreement_labels = base.agreement_labels + news.agreement_labels
         for session, n in (*base.senders.items(), *news.senders.items()):
             out.senders[session] = out.senders.get(session, 0) + n
             out.senders.move_to_end(session)
@@ -486,6 +557,7 @@ def _dump(state: _Tenant) -> str:
                        "strata": {k: h.to_json() for k, h in state.strata.items()},
                        "floors": dict(state.floors), "served": dict(state.served),
                        "checks": state.checks, "senders": dict(state.senders),
+                       "agreement": [*state.agreement, state.agreement_labels],
                        "shared": {k: [w.entry, list(w.sessions), w.personal, w.shared, w.root, list(w.members)]
                                   for k, w in state.shared.items()}}, separators=(",", ":"))
 
@@ -502,6 +574,10 @@ def _parse(text: str) -> _Tenant:
         fresh.served.update({str(k): int(v) for k, v in data["served"].items()})
         fresh.checks = [int(data["checks"][0]), int(data["checks"][1])]
         fresh.senders.update({str(k): int(v) for k, v in data.get("senders", {}).items()})
+        compared, differed, labels = data.get("agreement", (0.0, 0.0, 0))     # saved before: none yet
+        fresh.agreement, fresh.agreement_labels = [float(compared), float(differed)], int(labels)
+        if not (math.isfinite(fresh.agreement[0]) and 0 <= fresh.agreement[1] <= fresh.agreement[0]):
+            raise ValueError("agreement counts must be finite, with differed <= compared")
         fresh.shared.update({str(k): Witnesses(str(v[0]), tuple(map(str, v[1])), bool(v[2]), bool(v[3]),
                                                str(v[4]) if len(v) > 4 else "",    # saved before classes: its own
                                                tuple(map(str, v[5])) if len(v) > 5 else ())
@@ -521,4 +597,5 @@ def _region(right: list[float], wrong: list[float], score: float) -> tuple[float
     return sum(right[i:]) + sum(wrong[i:]), sum(wrong[i:])
 
 
-__all__ = ["CHECK", "FORWARDED", "MEMBERS", "LearnedPolicy", "LearningConfig", "Observation", "ServePoint", "Witnesses"]
+__all__ = ["CHECK", "FORWARDED", "MEMBERS", "LearnedPolicy", "LearningConfig", "Observation", "ServePoint",
+           "SharingPoint", "Witnesses"]

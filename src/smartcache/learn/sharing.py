@@ -1,7 +1,10 @@
 """Proven safe across users: what enters a tenant's global pool without an admin.
 
 An answer is shared once the engine gave equivalent answers to one request from
-``need`` distinct sessions. "One request" is a class of phrasings: the same words
+``need`` distinct sessions, or from fewer once the tenant's own traffic has proven that a
+later session asking words already asked gets the first answer (``LearnedPolicy.sharing_point``:
+every later session's answer to such words is compared with the first, pooled across the
+tenant's requests, under the error bound δ). "One request" is a class of phrasings: the same words
 (after the same history, under the same versions), or a rewording the engine answered
 the same as a near class's first answer (the judge for the nearest classes, an identical
 answer for the rest of the candidates). Each phrasing keeps its own first answer and
@@ -106,6 +109,10 @@ class ProvenSharing:
             label = self.judge.compare(first.answer.text, asked.answer).label
             if label is Label.UNDECIDED:
                 return
+            # These words' first answer against a later session's: what sharing them would have
+            # served that session, the pooled evidence that lowers ``need`` (policy.sharing_point).
+            if self.policy.compared(asked.tenant, asked.session, label is Label.SAME):
+                self._save(asked.tenant)
             if label is Label.DIFFERENT:        # the engine answers these words differently per session
                 self._make_personal(asked.tenant, asked.key, seen)
                 return
@@ -173,7 +180,7 @@ class ProvenSharing:
         """Keep the class; once ``need`` sessions got its answer, promote each phrasing's first
         answer whose own window has passed (a pending one waits for the class's next witness)."""
         shared = root.shared
-        if len(root.sessions) >= self.need:
+        if len(root.sessions) >= self.sessions_needed(tenant):
             for cache_id in (root.entry, *root.members):
                 if cache_id in self._pooled:
                     continue
@@ -191,6 +198,11 @@ class ProvenSharing:
                 self._pooled.add(cache_id)
                 shared = True
         self._keep(tenant, root_key, replace(root, shared=shared))
+
+    def sessions_needed(self, tenant: str) -> int:
+        """``need``, or the policy's fewer once the tenant's comparisons have proven it."""
+        point = self.policy.sharing_point(tenant)
+        return min(self.need, point.need) if point.source == "proven" else self.need
 
     def _make_personal(self, tenant: str, key: str, seen: Witnesses) -> None:
         """Never share these words, nor the class they joined; withdraw what it shared."""
