@@ -41,6 +41,10 @@ NEGATION = _rx(
     r"不(?:开启|打开|启用|使用|包括|包含|含|带|去|住|吃|加|选|订|买|装|安装|删除|保留|考虑|开|用)",
     r"\bdon'?t\b", r"\bdo not\b", r"\bdoesn'?t\b", r"\bdoes not\b", r"\bnever\b", r"\bwithout\b", r"\bno need\b",
     r"\bnot to\b", r"\bavoid\b", r"\bexclude\b", r"\bexcept\b", r"\bskip\b",
+    # "I will not" is a negation, and so is its contraction when it is the user's own intent ("I
+    # won't be renewing my lease"); "it won't start" is a complaint, and "I won't be able to" says
+    # what "I can't" says.
+    r"\b(?:i|we) won'?t\b(?! be able)",
     r"\bnot\b(?! only| more| less| over| under| exceed| too)",
 )
 ADDITION = _rx(r"再加", r"加上", r"另外加", r"还要", r"增加(?!到)", r"添加", r"补充", r"多加", r"顺便加", r"加个", r"再来",
