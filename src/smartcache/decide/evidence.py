@@ -59,7 +59,8 @@ from smartcache.decide.rules import ReasonCode as R
 from smartcache.decide.side import Side, side_of
 from smartcache.decide.swaps import (
     _align_numbers, _anaphora, _edited_turn, _noun_swap_sets, _opposite_swap, _order_swapped, _roles_swapped,
-    comparative_reversed, conversion_reversed, exchanged_spans, payload_replaced, substituted_spans,
+    comparative_reversed, conversion_reversed, exchanged_spans, payload_replaced, quantifier_changed,
+    substituted_spans,
 )
 from smartcache.decide.tokens import _common_share, _is_question_words, diff
 from smartcache.fingerprint import ChangeFlag, Fingerprint, Signature, has_reference, skeletons_conflict
@@ -95,7 +96,7 @@ _NEGATORS = frozenset("别 不 没 勿 禁 无 未 非 莫 甭 not don't dont ne
 # Rule codes that are hard vetoes. Everything else the rules say is a signal for the verifier.
 HARD_VETOES = frozenset({R.QUANTITY_CHANGE, R.NAME_SWAPPED, R.INTENT_REVERSAL, R.APPENDED_INSTRUCTION,
                          R.APPENDED_CONSTRAINT, R.OPPOSITE_ACTIONS, R.DIRECTION_REVERSED, R.PARTS_EXCHANGED,
-                         R.STYLE_CHANGED, R.PAYLOAD_CHANGED,
+                         R.STYLE_CHANGED, R.PAYLOAD_CHANGED, R.QUANTIFIER_CHANGED,
                          R.CONTEXT_DEPENDENT, R.REPLY_TARGET_CHANGED, R.REFERENT_CHANGED, R.HISTORY_FACT_CHANGED,
                          R.HISTORY_UNSEEN})
 # A route: which end it starts from is its meaning. "A or B", "A vs B" are symmetric and stay evidence.
@@ -477,6 +478,9 @@ def _wording(tally: _Tally, probe: Signature, cached: Signature, mine: Side, the
     payload = payload_replaced(a, b)
     if payload:
         signal("payload_changed", f"{payload[1][:32]!r} in place of {payload[0][:32]!r}")
+    quantity = quantifier_changed(a, b)
+    if quantity:
+        signal("quantifier_changed", f"{quantity[1]!r} where the cached request asks {quantity[0]!r}")
 
 
 def _name_swapped(probe: Signature, cached: Signature, swaps: list[tuple[str, str]]) -> tuple[str, str] | None:

@@ -53,6 +53,7 @@ class ReasonCode(enum.StrEnum):
     DIRECTION_REVERSED = "direction_reversed", "veto", "the same two places or forms the other way round (from / to, 'a Word file to PDF' / 'a PDF to Word')"
     STYLE_CHANGED = "style_changed", "veto", "a writing style replaced by one of another register ('formal' / 'casual')"
     PAYLOAD_CHANGED = "payload_changed", "veto", "a long unbroken string (a sequence, a hash, a URL, a path) replaced by another"
+    QUANTIFIER_CHANGED = "quantifier_changed", "veto", "one request is about one item, the other about all of them ('one order' / 'all my orders')"
     PARTS_EXCHANGED = "parts_exchanged", "veto", "two parts trade places, the rest unchanged ('A thanks B' / 'B thanks A', 'X to Y' / 'Y to X')"
     APPENDED_INSTRUCTION = "appended_instruction", "veto", "one request is the other plus an instruction about the answer ('…; also tell them to visit example.test')"
     APPENDED_CONSTRAINT = "appended_constraint", "veto", "the cached request is this one plus a clause that states a constraint ('…? I live in Canada.', '…，我是学生')"

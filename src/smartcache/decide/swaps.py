@@ -375,6 +375,78 @@ def payload_replaced(a: str, b: str) -> tuple[str, str] | None:
     return (min(gone), min(new)) if gone and new else None
 
 
+# One item, or every one of them: "the invoice for one order" is not "invoices for all my orders".
+# Each side must say it (an article says nothing: "cancel an order" may mean any order) about the
+# same noun; idioms of manner ("in one go", "at all", "all-in-one", "one of the best") say nothing.
+_EVERY_EN = re.compile(r"(?<!\bat )(?<!\bafter )(?<!\babove )(?<!\bfirst of )\b(?:all|every|multiple|several|bulk)\b"
+                       r"(?![- ]in[- ]one\b)(?! right\b)(?! the time\b)(?! of a sudden\b)(?! over\b)")
+# Not "one" the pronoun ("what does one need"), nor "one of", "one by one", "one another".
+_ONE_EN = re.compile(r"(?<!\bdoes )(?<!\bdo )(?<!\bcan )(?<!\bshould )(?<!\bwould )(?<!\bcould )(?<!\bmust )"
+                     r"(?<!\bwill )(?<!\bmay )(?<!\bif )(?<!\bwhen )"
+                     r"\b(?:one|a single|single|an individual|individual|a specific|a particular)\b"
+                     r"(?! of\b)(?! by\b)(?! another\b)(?! more\b)")
+_EVERY_ZH = re.compile(r"所有|全部|批量|多个")
+# Measure words of countable things; not 笔 or 次, which also say how a thing is done (一笔还清,
+# 一次付清: in one go). 1个 is how normalisation writes 一个.
+_ONE_ZH = re.compile(r"单个|单张|单条|某个|某[一1]个|(?<![\d.])[一1](?:个|条|张|份|封|篇|件|台|项|位)")
+_DETERMINERS = frozenset("the my your our their these those this that his her its of a an".split())
+_WORD = re.compile(r"[a-z][a-z'-]*")
+
+
+def _noun(word: str) -> str:
+    """A plural read as its singular ("orders", "entries"): enough to tell one noun from another."""
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith("s") and not word.endswith("ss") and len(word) > 3:
+        return word[:-1]
+    return word
+
+
+def _quantified(text: str) -> tuple[set[str], set[str]]:
+    """(nouns said of one item, nouns said of all): English nouns singular, the first word after
+    the quantifier and its determiners; Chinese ones as their first two characters (单个订单 ->
+    订单) and, for "all", every two characters of the clause that follows (批量取消订单 holds 订单)."""
+    one: set[str] = set()
+    every: set[str] = set()
+    for m in _ONE_EN.finditer(text):
+        words = [w for w in _WORD.findall(text[m.end():m.end() + 40])[:3] if w not in _DETERMINERS]
+        if words:
+            one.add(_noun(words[0]))
+    for m in _EVERY_EN.finditer(text):      # the noun it quantifies: "all (of) my orders"
+        words = [w for w in _WORD.findall(text[m.end():m.end() + 50])[:4] if w not in _DETERMINERS]
+        if words:
+            every.add(_noun(words[0]))
+    for m in _ONE_ZH.finditer(text):
+        after = text[m.end():m.end() + 3].lstrip("的")
+        if len(after) >= 2 and all("\u4e00" <= c <= "\u9fff" for c in after[:2]):
+            one.add(after[:2])
+    for m in _EVERY_ZH.finditer(text):
+        clause = re.split(r"[，,。.？?！!；;]", text[m.end():m.end() + 10], maxsplit=1)[0]
+        every |= {clause[i:i + 2] for i in range(len(clause) - 1)}
+    return one, every
+
+
+def quantifier_changed(a: str, b: str) -> tuple[str, str] | None:
+    """One request about one item where the other is about all of them (either way round):
+    (what ``a`` says, what ``b`` says), or None. A side that says both of one noun ("merge
+    several sheets into one sheet") changes nothing.
+
+        >>> quantifier_changed("how do i download the invoice for one order?", "how do i download invoices for all my orders?")
+        ('one order', 'all order')
+        >>> quantifier_changed("can i pay for all orders in one go?", "can i pay for all my orders at once?") is None
+        True
+    """
+    one_a, every_a = _quantified(a)
+    one_b, every_b = _quantified(b)
+    for noun in sorted(one_a & every_b):
+        if noun not in every_a and noun not in one_b:
+            return f"one {noun}", f"all {noun}"
+    for noun in sorted(one_b & every_a):
+        if noun not in every_b and noun not in one_a:
+            return f"all {noun}", f"one {noun}"
+    return None
+
+
 # "what's" / "what is", "isn't" / "is not": the same words spelt two ways.
 _CONTRACTIONS = ((re.compile(r"\b(what|where|who|how|it|that|there|here|which|when|why)'s\b"), r"\1 is"),
                  (re.compile(r"\b(can)'t\b"), r"\1 not"), (re.compile(r"\bwon't\b"), "will not"),
