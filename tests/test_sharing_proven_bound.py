@@ -112,3 +112,56 @@ def test_what_the_comparisons_saw_is_counted_through_the_library(make_cache):
     ask(cache, "Recommend a novel for a long train ride", "b", "Try 'Station Eleven' by Emily St. John Mandel.")
     seen = cache.sharing("default")
     assert (seen["compared"], seen["differed"], seen["sessions_needed"]) == (2, 1, 3)
+
+
+def test_one_popular_question_proves_nothing_about_the_others(make_cache):
+    """Sessions keep asking a question while its answer waits out the promotion window: each
+    goes to the engine, and only the question's first need - 1 later sessions are compared."""
+    cache = make_cache()
+    for i in range(320):
+        found = cache.lookup([U("How do I restart my router?")], session=f"s{i}")
+        cache.store(found, ANSWER)                      # never promoted: every session forwarded
+    seen = cache.sharing("default")
+    assert seen["compared"] <= 2 and seen["sessions_needed"] == 3
+
+
+PLAN = "Which plan am I on and what does it cost per month?"
+
+
+def test_a_check_that_finds_another_answer_withdraws_what_two_sessions_shared(make_cache):
+    cache = make_cache()
+    cache.lookup([U("warm up")], session="w")
+    prove(cache.policy, "default", 400)
+    for session in "ab":                                  # two sessions, one answer: shared
+        ask(cache, PLAN, session, "You are on the Basic plan, which costs 9 dollars per month.")
+    found = cache.lookup([U(PLAN)], session="c")
+    assert found.zone is Zone.HIT and found.entry.scope.value == "global"
+    cache.check(found, "You are on the Premium plan, which costs 29 dollars per month.")
+    assert cache.lookup([U(PLAN)], session="d").zone is not Zone.HIT
+    assert cache.sharing("default")["differed"] == pytest.approx(1, abs=0.01)
+    ask(cache, PLAN, "e", "You are on the Basic plan, which costs 9 dollars per month.")
+    ask(cache, PLAN, "f", "You are on the Basic plan, which costs 9 dollars per month.")
+    assert cache.lookup([U(PLAN)], session="g").zone is not Zone.HIT      # personal for good
+
+
+def test_hits_of_shared_words_are_sampled_for_checks(make_cache):
+    cache = make_cache()
+    cache.lookup([U("warm up")], session="w")
+    prove(cache.policy, "default", 400)
+    for session in "ab":
+        ask(cache, "How do I restart my router?", session, ANSWER)
+    asked = [cache.lookup([U("How do I restart my router?")], session=f"u{i}") for i in range(200)]
+    assert all(f.zone is Zone.HIT for f in asked)
+    assert 5 <= sum(f.verify for f in asked) <= 40        # about 10 % while few were checked
+
+
+def test_rewordings_keep_the_packaged_count_in_a_proven_tenant(make_cache):
+    """The proof is about the same words asked again: a class a rewording joined needs share_after."""
+    cache = make_cache()
+    cache.lookup([U("warm up")], session="w")
+    prove(cache.policy, "default", 400)
+    ask(cache, "How do I reset my password?", "a", ANSWER)
+    ask(cache, "How can I reset my password?", "b", ANSWER)
+    assert cache.stats().shared == 0
+    ask(cache, "How do I reset my password?", "c", ANSWER)
+    assert cache.stats().shared >= 1

@@ -61,6 +61,14 @@ _ENDS_SESSION = frozenset({ChangeFlag.RESET, ChangeFlag.CORRECTION})
 _NEAR_CANDIDATES = 4     # nearest entries the near-exact path reads (a typo'd repeat is among the nearest)
 _NEAR_FLOOR = 0.6        # below this turn cosine no typo'd repeat was seen; nothing to read
 _PERSONAL_MEMO = 100_000  # entries whose personal-data reading is remembered (cleared when full)
+SHARED_STRATUM = "any:shared:low"   # the hits proven sharing served, counted for their check rate
+
+
+def _sharing_key(request: "CacheRequest") -> tuple[str, str]:
+    """(group, key) of a request for proven sharing: its versions and history, and its words."""
+    fp = request.fingerprint
+    group = f"{request.version.digest()}|{fp.signature.history_hash}"
+    return group, f"{group}|{request_words(fp.signature.text)}"
 
 
 def _personal_reading(text: str) -> str:
@@ -237,7 +245,7 @@ class SmartCache:
             log.error("smartcache store failed during lookup, serving from the engine: %s", exc)
             self._count("store_errors")
             return Decision(Zone.MISS, (Reason(ReasonCode.STORE_ERROR, str(exc)),), cacheable=False)
-        decision = self._sample_check(tenant, decision)
+        decision = self._sample_check(request, decision)
         try:
             if decision.zone is Zone.HIT and decision.entry is not None:
                 self.lifecycle.record_hit(decision.entry.cache_id)
@@ -485,6 +493,7 @@ class SmartCache:
         """A served answer checked against a ``fresh`` one from the engine (``found.verify``
         asks for it): one observation, the live error rate, and an entry judged different is
         demoted (negative feedback) and never served again at that score."""
+        self._check_shared(found, fresh)
         judgement = self._observe(found, fresh, CHECK)
         if judgement is not None and judgement.label is Label.DIFFERENT and found.entry is not None:
             try:
@@ -492,6 +501,20 @@ class SmartCache:
             except (StoreError, KeyError) as exc:      # gone meanwhile, or the store is down
                 log.warning("smartcache could not demote %s after a failed check: %s", found.entry.cache_id, exc)
         return judgement
+
+    def _check_shared(self, found: Lookup, fresh: str) -> None:
+        """A hit served from words another session's answer was shared for, checked: the engine
+        answering this session otherwise makes the words personal, withdraws what their class
+        shared and counts against the tenant's sharing bound."""
+        if not isinstance(found, Lookup) or self._sharing is None or found.entry is None \
+                or found.zone is not Zone.HIT or found.request.made_by != self._identity:
+            return
+        request = found.request
+        key = _sharing_key(request)[1]
+        if not self._sharing.shared(request.tenant, key):
+            return
+        if self.judge.compare(found.entry.answer.text, fresh).label is Label.DIFFERENT:
+            self._sharing.contradicted(request.tenant, key, request.session or "")
 
     def _observe(self, found: Lookup, answer: str, kind: str) -> Judgement | None:
         if not isinstance(found, Lookup):
@@ -576,10 +599,9 @@ class SmartCache:
         fp, tenant = request.fingerprint, request.tenant
         if tier_of(fp.signature.domain) == "high" or self._policy_of(tenant) is None:
             return
-        group = f"{request.version.digest()}|{fp.signature.history_hash}"
+        group, key = _sharing_key(request)
         conversation = " ".join([request.conversation.system] + [t.text for t in request.conversation.turns])
-        self._sharing.witness(Asked(tenant, request.session, f"{group}|{request_words(fp.signature.text)}", group,
-                                    fp.turn_vector, entry.cache_id, answer,
+        self._sharing.witness(Asked(tenant, request.session, key, group, fp.turn_vector, entry.cache_id, answer,
                                     personal=bool(personal_data(conversation) or personal_data(answer))))
 
     def learned(self, tenant: str) -> dict[str, dict[str, object]]:
@@ -606,15 +628,26 @@ class SmartCache:
             return {}
         self._policy_of(tenant)
         point = self.policy.sharing_point(tenant)
-        return {"sessions_needed": self._sharing.sessions_needed(tenant), "source": point.source,
+        return {"sessions_needed": self._sharing.sessions_needed(tenant, point=point), "source": point.source,
                 "compared": round(point.compared, 1), "differed": round(point.differed, 1),
                 "differ_upper95": round(point.upper, 5), "error_bound": point.delta}
 
-    def _sample_check(self, tenant: str, decision: Decision) -> Decision:
+    def _sample_check(self, request: CacheRequest, decision: Decision) -> Decision:
         """A sampled share of the verifier's hits asks to be checked against the engine, so the
-        live error is measured and the learned point can rise when it must."""
-        if self.policy is None or decision.zone is not Zone.HIT or decision.nearest is None or decision.verify:
+        live error is measured and the learned point can rise when it must; and so does a share
+        of the hits another session's words were shared for (proven sharing): a check that finds
+        the engine answering this session otherwise withdraws them."""
+        tenant = request.tenant
+        if self.policy is None or decision.zone is not Zone.HIT or decision.verify:
             return decision
+        if decision.nearest is None:
+            entry = decision.entry
+            if entry is None or entry.scope is not Scope.GLOBAL or entry.session_id == request.session \
+                    or self._sharing is None or not self._sharing.shared(tenant, _sharing_key(request)[1]):
+                return decision
+            self.policy.served(tenant, SHARED_STRATUM)
+            rate = self.policy.check_rate(tenant, SHARED_STRATUM)
+            return replace(decision, verify=True) if self._sampler.random() < rate else decision
         self.policy.served(tenant, decision.stratum)
         rate = self.policy.check_rate(tenant, decision.stratum)
         return replace(decision, verify=True) if self._sampler.random() < rate else decision

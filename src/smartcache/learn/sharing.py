@@ -25,7 +25,7 @@ import numpy as np
 from smartcache.errors import InvalidRequest, StoreError
 from smartcache.learn.judge import AnswerJudge, Label
 from smartcache.learn.phrasings import Phrasings
-from smartcache.learn.policy import MEMBERS, LearnedPolicy, Witnesses
+from smartcache.learn.policy import MEMBERS, LearnedPolicy, SharingPoint, Witnesses
 from smartcache.store import Entry, EntryState, Scope
 
 log = logging.getLogger("smartcache.sharing")
@@ -111,7 +111,10 @@ class ProvenSharing:
                 return
             # These words' first answer against a later session's: what sharing them would have
             # served that session, the pooled evidence that lowers ``need`` (policy.sharing_point).
-            if self.policy.compared(asked.tenant, asked.session, label is Label.SAME):
+            # At most need - 1 of them a question (sessions keep coming while its answer waits out
+            # its promotion window): one popular question proves nothing about the others.
+            if len(seen.sessions) < self.need and self.policy.compared(asked.tenant, asked.session,
+                                                                       label is Label.SAME):
                 self._save(asked.tenant)
             if label is Label.DIFFERENT:        # the engine answers these words differently per session
                 self._make_personal(asked.tenant, asked.key, seen)
@@ -180,7 +183,7 @@ class ProvenSharing:
         """Keep the class; once ``need`` sessions got its answer, promote each phrasing's first
         answer whose own window has passed (a pending one waits for the class's next witness)."""
         shared = root.shared
-        if len(root.sessions) >= self.sessions_needed(tenant):
+        if len(root.sessions) >= self.sessions_needed(tenant, root):
             for cache_id in (root.entry, *root.members):
                 if cache_id in self._pooled:
                     continue
@@ -199,10 +202,34 @@ class ProvenSharing:
                 shared = True
         self._keep(tenant, root_key, replace(root, shared=shared))
 
-    def sessions_needed(self, tenant: str) -> int:
-        """``need``, or the policy's fewer once the tenant's comparisons have proven it."""
-        point = self.policy.sharing_point(tenant)
+    def sessions_needed(self, tenant: str, root: Witnesses | None = None, point: SharingPoint | None = None) -> int:
+        """``need``, or the policy's fewer once the tenant's comparisons have proven it. The proof
+        is about the same words asked again: a class that rewordings joined keeps ``need``."""
+        if root is not None and root.members:
+            return self.need
+        point = point or self.policy.sharing_point(tenant)
         return min(self.need, point.need) if point.source == "proven" else self.need
+
+    def shared(self, tenant: str, key: str) -> bool:
+        """Whether these words' class has answers in the global pool by proven sharing."""
+        with self._lock:
+            seen = self.policy.witnesses(tenant, key)
+            if seen is None or seen.personal:
+                return False
+            _, root = self._class_of(tenant, key, seen)
+            return root.shared and not root.personal
+
+    def contradicted(self, tenant: str, key: str, session: str) -> None:
+        """A check found the engine answering these shared words otherwise for ``session``: the
+        words are personal, their class's answers are withdrawn, and the tenant's sharing bound
+        counts a difference."""
+        with self._lock:
+            seen = self.policy.witnesses(tenant, key)
+            if seen is None or seen.personal:
+                return
+            if self.policy.compared(tenant, session, False):
+                self._save(tenant)
+            self._make_personal(tenant, key, seen)
 
     def _make_personal(self, tenant: str, key: str, seen: Witnesses) -> None:
         """Never share these words, nor the class they joined; withdraw what it shared."""
