@@ -1,6 +1,7 @@
 """"I won't" is "I will not": the user's own intent negated (issue 27: "asking my landlord to
 renew my lease" served "telling my landlord I won't be renewing"). A thing that won't work is a
-complaint, and "I won't be able to" says what "I can't" says: neither is a negation."""
+complaint, not a negation. "I won't be able to" is "I will not be able to", the opposite of "I
+will be able to"."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from smartcache.fingerprint.tags import negation_count
     ("i will not renew the contract", 1),
     ("my laptop won't turn on", 0),
     ("the app won't start after the update", 0),
-    ("i won't be able to attend the meeting", 0),
+    ("i won't be able to attend the meeting", 1),
+    ("i will not be able to attend the meeting", 1),
 ])
 def test_a_first_person_won_t_is_a_negation(text, count):
     assert negation_count(text) == count
@@ -37,3 +39,5 @@ def test_a_reversed_intent_with_won_t_is_a_miss_and_the_same_intent_still_hits(m
     cache.promote(declined.cache_id)
     assert cache.lookup([U("I won't be able to attend the meeting, write a polite note!")],
                         session="t").zone is Zone.HIT
+    assert cache.lookup([U("I will be able to attend the meeting, write a polite note")],
+                        session="t").zone is not Zone.HIT

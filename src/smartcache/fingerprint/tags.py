@@ -42,9 +42,10 @@ NEGATION = _rx(
     r"\bdon'?t\b", r"\bdo not\b", r"\bdoesn'?t\b", r"\bdoes not\b", r"\bnever\b", r"\bwithout\b", r"\bno need\b",
     r"\bnot to\b", r"\bavoid\b", r"\bexclude\b", r"\bexcept\b", r"\bskip\b",
     # "I will not" is a negation, and so is its contraction when it is the user's own intent ("I
-    # won't be renewing my lease"); "it won't start" is a complaint, and "I won't be able to" says
-    # what "I can't" says.
-    r"\b(?:i|we) won'?t\b(?! be able)",
+    # won't be renewing my lease"); "it won't start" is a complaint. "I won't be able to" counts as
+    # "I will not be able to" does: against "I will be able to" it reverses the request (against
+    # "I can't", a complaint here, the two differ: a lost hit, never a wrong one).
+    r"\b(?:i|we) won'?t\b",
     r"\bnot\b(?! only| more| less| over| under| exceed| too)",
 )
 ADDITION = _rx(r"再加", r"加上", r"另外加", r"还要", r"增加(?!到)", r"添加", r"补充", r"多加", r"顺便加", r"加个", r"再来",
