@@ -43,6 +43,17 @@ SAME = [
     ("能不能帮我把这段话翻译成英文：明天见", "把这段话翻译成英文：明天见"),
     # the "+" of a name is kept, and a slip elsewhere is still one
     ("how do i compile a c++ progam", "How do I compile a C++ program?"),
+    # stop 39: a string no list holds, one slip of the fingers from a word, wherever it fell: the
+    # first letters swapped, a short common word, a letter dropped from a five-letter word, a
+    # neighbouring key; a name one keystroke off; a character typed twice across two words; an
+    # emoticon at the end
+    ("What is the concentration of salt in sea water?", "What is the ocncentration of salt in sea water?"),
+    ("How do I reset my router?", "Hwo do I reset my router?"),
+    ("What should I always say in an interview?", "What should I alwys say in an interview?"),
+    ("Where is the nearest water fountain?", "Where is the nearest qater fountain?"),
+    ("How can I download videos from Hotstar?", "How can I download videos from Hostar?"),
+    ("Python列表怎么去重", "Python列表表怎么去重"),
+    ("Why does doing something I love feel surreal?", "Why does doing something I love feel surreal? (:"),
 ]
 
 DIFFERENT = [
@@ -91,6 +102,15 @@ DIFFERENT = [
     ("Is Disney+ worth it?", "Is Disney worth it?"),
     ("What does an A+ grade mean?", "What does an A grade mean?"),
     ("5+ years of experience in python", "5 years of experience in python"),
+    # stop 39: a symbol is what is asked about; a currency; letters that are no slip of the
+    # fingers (i for m); a rare word meant; two keystrokes that change how a word ends
+    ("What does ~ mean in C++?", "What does % mean in C++?"),
+    ("What is the difference between () and [] in Python?", "What is the difference between = and == in Python?"),
+    ("Is $500 a month enough to live in Lisbon?", "Is €500 a month enough to live in Lisbon?"),
+    ('Is "ain\'t" a word?', 'Is "amn\'t" a word?'),
+    ("How do you convert ethane to ethylene?", "How do you convert ethene to ethylene?"),
+    ("What are some examples of abstraction?", "What are some examples of abstractism?"),
+    ("What is a mechanism?", "What is a mechanize?"),
 ]
 
 

@@ -55,6 +55,15 @@ from smartcache.fingerprint.lexicon import concepts_of_kind, word_opposites, wor
 # years" name other things than C, Disney, an A and 5.
 _TOKEN = re.compile(r"[a-z]+(?:'[a-z]+)*[+#]*|\d+(?:[.,:]\d+)*[+#]*|[\u3400-\u9fff]|[^\W\d_a-z\u3400-\u9fff]+")
 _CJK = re.compile(r"[\u3400-\u9fff]")
+# A symbol standing alone, a word of its own ("what does ~ mean", "() and []"), and a currency
+# sign anywhere. Not a symbol glued to a word ("(british)", "#what", "low-budget"), nor the
+# last token, where emoticons and decorations go ("…? (:", "怎么样啊/?").
+_LONE_SYMBOLS = re.compile(r"(?<!\S)[^\w\s,.!?;:'\"，。！？；：、…“”‘’]+(?=\s+\S)")
+_CURRENCY = re.compile(r"[$€£¥₩₹]")
+
+
+def _symbols(text: str) -> list[str]:
+    return sorted(_LONE_SYMBOLS.findall(text) + _CURRENCY.findall(text))
 # Not 吗 (a question, not a statement), nor "a" / "an" ("hepatitis a vaccine").
 _DROPPABLE = frozenset({"的", "呢", "吧", "啊", "呀", "嘛", "the"})
 # Never a typo of anything: a negator typed or dropped flips the request.
@@ -68,6 +77,8 @@ _SLIP_GAP = 1.5
 # ... and rare itself: a rare real word is not a slip for a common one ("statin" 2.54 / "station",
 # "cron" / "crop"), at the price of common misspellings ("recieve" 2.75) left to the verifier.
 _SLIP_ZIPF = 2.5
+_MEANT_ZIPF = 3.0      # "burst" 4.15, "receive" 4.85; not "ethane" 2.37 nor "australias" 1.86
+_COMMON_ZIPF = 5.0     # "the" 7.4, "how" 6.4, "you" 6.9, "are" 6.5, "why" 5.8
 
 
 @dataclass(frozen=True)
@@ -161,6 +172,10 @@ def near_exact(a: str, b: str) -> NearExact | None:
     """Whether two normalised turns differ only by typos and courtesy (None: they may differ)."""
     if a == b:
         return NearExact(())
+    # Symbols are what some requests ask about ("what does ~ mean in C++" / "… % …", "() and []"
+    # / "= and ==", "$5" / "€5"): the words alone cannot tell them apart, so they must match.
+    if _symbols(a) != _symbols(b):
+        return None
     ta, tb = tokens(a), tokens(b)
     if ta == tb:
         return NearExact(_courtesy_edits(a, b))
@@ -256,14 +271,25 @@ def _droppable(seq: Sequence[str], k: int) -> bool:
     doubled = (k > 0 and seq[k - 1] == word) or (k + 1 < len(seq) and seq[k + 1] == word)
     if not doubled:
         return False
-    # An English word typed twice; a Chinese character typed twice where the two are no entry of
-    # the dictionary at all (屏幕幕), never one that is, however rare (人人, 看看; 下下周 and 上上个月
-    # count 3 and 6 and mean the week and month before last), a negator, a numeral (三三) or
-    # a position (后后, 左左: a doubled position is a further one).
+    # An English word typed twice; a Chinese character typed twice where the two are no word of
+    # the dictionary (屏幕幕; a word's prefix is listed with count 0), or are one only across two
+    # words of this text (列表表: 列表 | 表); never where they make a word here, however rare
+    # (人人都, 看看; 下下周 and 上上个月 count 3 and 6 and mean the week and month before last), a
+    # negator, a numeral (三三) or a position (后后, 左左: a doubled position is a further one).
     if _CJK.fullmatch(word):
-        return word not in _NEGATORS and word not in _NUMERALS and word not in _POSITIONS \
-            and word * 2 not in _jieba().FREQ
+        if word in _NEGATORS or word in _NUMERALS or word in _POSITIONS:
+            return False
+        return not _jieba().FREQ.get(word * 2) or not _one_word(seq, k)
     return word.isascii() and word.isalpha()
+
+
+def _one_word(seq: Sequence[str], k: int) -> bool:
+    """Whether token ``k`` and the same character beside it fall in one word of the text."""
+    twin = k - 1 if k > 0 and seq[k - 1] == seq[k] else k + 1
+    lo, hi = min(k, twin), max(k, twin)
+    at = len("".join(seq[:lo]))
+    span = _word_around("".join(seq), at)
+    return span[0] <= at and at + len(seq[lo]) + len(seq[hi]) <= span[1]
 
 
 def _typo(ta: Sequence[str], i: int, tb: Sequence[str], j: int) -> bool:
@@ -274,13 +300,57 @@ def _typo(ta: Sequence[str], i: int, tb: Sequence[str], j: int) -> bool:
         return _ime_slip(ta, i, tb, j)
     if not (x.isascii() and y.isascii() and x.isalpha() and y.isalpha()):
         return False
-    # Short words are each other's neighbours (gan / gun), but for a letter typed twice (vissa).
-    if min(len(x), len(y)) < (4 if _doubled_letter(x, y) else 5) or x[0] != y[0]:
-        return False
-    if OSA.distance(x, y) > (1 if max(len(x), len(y)) < 7 else 2):
-        return False
     zx, zy = _zipf(x), _zipf(y)
-    return min(zx, zy) < _SLIP_ZIPF and abs(zx - zy) >= _SLIP_GAP
+    slip, meant = (x, y) if zx < zy else (y, x)
+    z_slip, z_meant = min(zx, zy), max(zx, zy)
+    distance = OSA.distance(x, y)
+    # A string no English list holds, one slip of the fingers from a word (a letter dropped,
+    # doubled, two swapped, a neighbouring key), is a slip of it wherever it fell
+    # ("ocncentration", "hwo", "nevr", "hostar"): nothing else could have been meant. A short
+    # word only for the commonest ones (the, how, you), whose neighbours are words too.
+    if z_slip == 0.0 < z_meant and distance == 1 and _keyboard_slip(slip, meant) \
+            and (len(meant) >= 4 or z_meant >= _COMMON_ZIPF):
+        return True
+    # Else what was meant is a word people use: a rare one is a word of its own ("ethane" /
+    # "ethene", "abash" / "abashed", "austrias" / "australias" with the apostrophes gone).
+    if z_meant < _MEANT_ZIPF:
+        return False
+    # Short words are each other's neighbours (gan / gun), but for a letter typed twice (vissa)
+    # or dropped from a longer word ("thik", "coud").
+    if min(len(x), len(y)) < (4 if _doubled_letter(x, y) or max(len(x), len(y)) >= 5 else 5) or x[0] != y[0]:
+        return False
+    # Two keystrokes only where the slip is no word at all and ends as the word does ("mechanize"
+    # is a word; "abstractism" is not "abstraction").
+    if distance > (1 if max(len(x), len(y)) < 7 or z_slip > 0.0 or x[-1] != y[-1] else 2):
+        return False
+    return z_slip < _SLIP_ZIPF and z_meant - z_slip >= _SLIP_GAP
+
+
+_ROWS = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
+_KEY_AT = {c: (r, k + 0.5 * r) for r, row in enumerate(_ROWS) for k, c in enumerate(row)}
+
+
+def _neighbours(a: str, b: str) -> bool:
+    """Two keys side by side or diagonal on a QWERTY keyboard."""
+    if a not in _KEY_AT or b not in _KEY_AT:
+        return False
+    (ra, ca), (rb, cb) = _KEY_AT[a], _KEY_AT[b]
+    return abs(ra - rb) <= 1 and abs(ca - cb) <= 1.0 and a != b
+
+
+def _keyboard_slip(slip: str, meant: str) -> bool:
+    """One edit of the kind fingers make: a letter dropped; one added that doubles or neighbours
+    the letter before or after it; two neighbours swapped; a letter for a neighbouring key's."""
+    if len(slip) + 1 == len(meant):
+        return True
+    if len(slip) == len(meant) + 1:
+        k = next((i for i in range(len(meant)) if slip[i] != meant[i]), len(meant))
+        around = slip[k - 1:k] + slip[k + 1:k + 2]
+        return any(c == slip[k] or _neighbours(c, slip[k]) for c in around)
+    diffs = [i for i in range(len(slip)) if slip[i] != meant[i]]
+    if len(diffs) == 2 and diffs[1] == diffs[0] + 1:
+        return True                      # two neighbours swapped (OSA distance 1)
+    return len(diffs) == 1 and _neighbours(slip[diffs[0]], meant[diffs[0]])
 
 
 def _doubled_letter(x: str, y: str) -> bool:
