@@ -49,6 +49,7 @@ SAME = [
     # emoticon at the end
     ("What is the concentration of salt in sea water?", "What is the ocncentration of salt in sea water?"),
     ("How do I reset my router?", "Hwo do I reset my router?"),
+    ("What is the capital of Peru?", "Waht is hte capital of Peru?"),
     ("What should I always say in an interview?", "What should I alwys say in an interview?"),
     ("Where is the nearest water fountain?", "Where is the nearest qater fountain?"),
     ("How can I download videos from Hotstar?", "How can I download videos from Hostar?"),
@@ -111,6 +112,8 @@ DIFFERENT = [
     ("How do you convert ethane to ethylene?", "How do you convert ethene to ethylene?"),
     ("What are some examples of abstraction?", "What are some examples of abstractism?"),
     ("What is a mechanism?", "What is a mechanize?"),
+    ("What is the form of this verb?", "What is the from of this verb?"),   # two common words
+    ("How do I get to the hotel from here?", "How do I get to he hotel from here?"),
 ]
 
 

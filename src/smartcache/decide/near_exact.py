@@ -306,10 +306,14 @@ def _typo(ta: Sequence[str], i: int, tb: Sequence[str], j: int) -> bool:
     distance = OSA.distance(x, y)
     # A string no English list holds, one slip of the fingers from a word (a letter dropped,
     # doubled, two swapped, a neighbouring key), is a slip of it wherever it fell
-    # ("ocncentration", "hwo", "nevr", "hostar"): nothing else could have been meant. A short
+    # ("ocncentration", "hwo", "alwys", "hostar"): nothing else could have been meant. A short
     # word only for the commonest ones (the, how, you), whose neighbours are words too.
     if z_slip == 0.0 < z_meant and distance == 1 and _keyboard_slip(slip, meant) \
             and (len(meant) >= 4 or z_meant >= _COMMON_ZIPF):
+        return True
+    # The commonest words are mistyped most, into strings rare enough to be nothing else ("hte"
+    # 2.3, "waht" 2.0, "ypu" 2.1 for the, what, you); not "teh" 3.0 nor "fo" 3.7.
+    if z_meant >= _COMMON_ZIPF and z_slip < _SLIP_ZIPF and distance == 1 and _keyboard_slip(slip, meant):
         return True
     # Else what was meant is a word people use: a rare one is a word of its own ("ethane" /
     # "ethene", "abash" / "abashed", "austrias" / "australias" with the apostrophes gone).
