@@ -11,6 +11,9 @@ Two reports, both on ``../shared/data``:
   fingers typed into one word of three letters or more (two letters swapped, one dropped, one
   typed twice, a neighbouring key), and the share ``near_exact`` keeps as the same request, by
   kind of slip and word length.
+- **library** (``--library N``): N of those questions stored in a fresh cache (the packaged
+  defaults, memory store) and asked again with their slip: the share served, and what
+  decided each lookup.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ def main() -> int:
     parser.add_argument("--sets", default="qqp,pawsx,lcqmc,bq")
     parser.add_argument("--slips", type=int, default=3000, help="questions given one slip each (0: none)")
     parser.add_argument("--show", type=int, default=0, help="accepted pairs labelled different to print per set")
+    parser.add_argument("--library", type=int, default=0, help="questions asked again with a slip through the cache")
     args = parser.parse_args()
     data = shared_data()
     if data is None:
@@ -89,7 +93,42 @@ def main() -> int:
                   f"({kept[group] / total[group]:.0%})")
         print(f"slips overall: {sum(kept.values())} of {sum(total.values())} kept "
               f"({sum(kept.values()) / sum(total.values()):.1%})")
+    if args.library:
+        library(data, args.library)
     return 0
+
+
+def library(data, n: int) -> None:
+    from smartcache import SmartCache, load_config
+
+    config = load_config(store={"backend": "memory"})
+    encoder = SmartCache(config).encoder
+    rng = random.Random(5)
+    questions = sorted({a for a, _, _ in load_pair_set("qqp", data)[:20000]})
+    rng.shuffle(questions)
+    served = asked = 0
+    decided: Counter = Counter()
+    for q in questions[:n]:
+        words = q.split()
+        where = [k for k, w in enumerate(words) if w.isalpha() and len(w) >= 3]
+        if not where:
+            continue
+        k, kind = rng.choice(where), rng.choice(["swap", "drop", "double", "key"])
+        typed = slip(words[k], kind, rng)
+        if typed == words[k]:
+            continue
+        cache = SmartCache(config, encoder=encoder)
+        stored = cache.store([{"role": "user", "content": q}], "answer", session="s")
+        if not stored.stored:          # a time-sensitive question is never written
+            continue
+        cache.promote(stored.cache_id)
+        found = cache.lookup([{"role": "user", "content": " ".join(words[:k] + [typed] + words[k + 1:])}],
+                             session="s")
+        asked += 1
+        served += found.zone.value == "hit"
+        decided[found.reasons[0].code.value if found.reasons else "-"] += 1
+    print(f"library: {served} of {asked} asked again with a slip served ({served / max(asked, 1):.1%}); "
+          f"decided by {dict(decided.most_common())}")
 
 
 if __name__ == "__main__":
