@@ -55,6 +55,9 @@ SAME = [
     ("How can I download videos from Hotstar?", "How can I download videos from Hostar?"),
     ("Python列表怎么去重", "Python列表表怎么去重"),
     ("Why does doing something I love feel surreal?", "Why does doing something I love feel surreal? (:"),
+    # a rare word meant, misspelt as it sounds; a dash between clauses is punctuation
+    ("What is Euclidean distance?", "What is Euclidian distance?"),
+    ("Color or colour: which spelling is right?", "color or colour - which spelling is right"),
 ]
 
 DIFFERENT = [
@@ -113,6 +116,8 @@ DIFFERENT = [
     ("What are some examples of abstraction?", "What are some examples of abstractism?"),
     ("What is a mechanism?", "What is a mechanize?"),
     ("What is the form of this verb?", "What is the from of this verb?"),   # two common words
+    ("What does x -= 1 do in Python?", "What does x += 1 do in Python?"),
+    ("What is a -> b in Rust?", "What is a => b in Rust?"),
     ("How do I get to the hotel from here?", "How do I get to he hotel from here?"),
 ]
 

@@ -55,10 +55,10 @@ from smartcache.fingerprint.lexicon import concepts_of_kind, word_opposites, wor
 # years" name other things than C, Disney, an A and 5.
 _TOKEN = re.compile(r"[a-z]+(?:'[a-z]+)*[+#]*|\d+(?:[.,:]\d+)*[+#]*|[\u3400-\u9fff]|[^\W\d_a-z\u3400-\u9fff]+")
 _CJK = re.compile(r"[\u3400-\u9fff]")
-# A symbol standing alone, a word of its own ("what does ~ mean", "() and []"), and a currency
-# sign anywhere. Not a symbol glued to a word ("(british)", "#what", "low-budget"), nor the
+# A symbol standing alone, a word of its own ("what does ~ mean", "() and []"; a dash alone is
+# punctuation: "e-mail or email - which is correct"), and a currency sign anywhere. Not a symbol glued to a word ("(british)", "#what", "low-budget"), nor the
 # last token, where emoticons and decorations go ("…? (:", "怎么样啊/?").
-_LONE_SYMBOLS = re.compile(r"(?<!\S)[^\w\s,.!?;:'\"，。！？；：、…“”‘’]+(?=\s+\S)")
+_LONE_SYMBOLS = re.compile(r"(?<!\S)(?![—–-]+\s)[^\w\s,.!?;:'\"，。！？；：、…“”‘’]+(?=\s+\S)")
 _CURRENCY = re.compile(r"[$€£¥₩₹]")
 
 
@@ -77,7 +77,7 @@ _SLIP_GAP = 1.5
 # ... and rare itself: a rare real word is not a slip for a common one ("statin" 2.54 / "station",
 # "cron" / "crop"), at the price of common misspellings ("recieve" 2.75) left to the verifier.
 _SLIP_ZIPF = 2.5
-_MEANT_ZIPF = 3.0      # "burst" 4.15, "receive" 4.85; not "ethane" 2.37 nor "australias" 1.86
+_MEANT_ZIPF = 2.5      # "burst" 4.15, "pythagorean" 2.57; not "ethane" 2.37 nor "australias" 1.86
 _COMMON_ZIPF = 5.0     # "the" 7.4, "how" 6.4, "you" 6.9, "are" 6.5, "why" 5.8
 
 
