@@ -45,18 +45,18 @@ SAME = [
     ("how do i compile a c++ progam", "How do I compile a C++ program?"),
     # stop 39: a string no list holds, one slip of the fingers from a word, wherever it fell: the
     # first letters swapped, a short common word, a letter dropped from a five-letter word, a
-    # neighbouring key; a name one keystroke off; a character typed twice across two words; an
-    # emoticon at the end
+    # neighbouring key; a name one keystroke off; an emoticon at the end
     ("What is the concentration of salt in sea water?", "What is the ocncentration of salt in sea water?"),
     ("How do I reset my router?", "Hwo do I reset my router?"),
     ("What is the capital of Peru?", "Waht is hte capital of Peru?"),
     ("What should I always say in an interview?", "What should I alwys say in an interview?"),
-    ("Where is the nearest water fountain?", "Where is the nearest qater fountain?"),
+    ("Where is the nearest water fountain?", "Where is the nearest wster fountain?"),
     ("How can I download videos from Hotstar?", "How can I download videos from Hostar?"),
-    ("Python列表怎么去重", "Python列表表怎么去重"),
     ("Why does doing something I love feel surreal?", "Why does doing something I love feel surreal? (:"),
     # a rare word meant, misspelt as it sounds; a dash between clauses is punctuation
-    ("What is Euclidean distance?", "What is Euclidian distance?"),
+    ("What is a Cartesian product?", "What is a Cartesion product?"),
+    ("How do I set up Wi-Fi calling?", "how do i set up wifi calling"),
+    ("上海——杭州，高铁要多久？", "上海-杭州高铁要多久"),
     ("Color or colour: which spelling is right?", "color or colour - which spelling is right"),
 ]
 
@@ -118,6 +118,33 @@ DIFFERENT = [
     ("What is the form of this verb?", "What is the from of this verb?"),   # two common words
     ("What does x -= 1 do in Python?", "What does x += 1 do in Python?"),
     ("What is a -> b in Rust?", "What is a => b in Rust?"),
+    # found by a review of stop 39's first version: names that begin with a letter more (the
+    # families of f-, p-, r-, v- functions), a short word's last letter, rare words and acronyms
+    # one key from a common word, a copy of a character that belongs to a word of its own, both
+    # copies of a doubled one gone, words run together that are words apart too, symbols glued
+    # to a word, underscores, a minus
+    ("Why is gets dangerous in C?", "Why is fgets dangerous in C?"),
+    ("How do I use open in Python?", "How do I use popen in Python?"),
+    ("What does fork do in C?", "What does vfork do in C?"),
+    ("What is argv in C?", "What is argc in C?"),
+    ("Should I buy GPT stock?", "Should I buy got stock?"),
+    ("Should I spay my cat?", "Should I spray my cat?"),
+    ("What is an obit?", "What is an orbit?"),
+    ("美国国会在哪里", "美国会在哪里"),
+    ("两个个人账户可以合并吗", "两个人账户可以合并吗"),
+    ("文件大小小于10MB怎么压缩", "文件大于10MB怎么压缩"),
+    ("大学学什么好", "大学什么好"),                     # what to study at university / which one
+    ("Is that that bad?", "Is bad?"),
+    ("Is it a part of the plan?", "Is it apart of the plan?"),
+    ("Who is the rapist in the film?", "Who is the therapist in the film?"),
+    ("Why is x>0 true here?", "Why is x<0 true here?"),
+    ("What does __str__ do in Python?", "What does str do in Python?"),
+    ("What is 10 - 3?", "What is 10 3?"),
+    ("What does deign mean?", "What does design mean?"),          # a rare word of the dictionary
+    ("What is a ficus?", "What is a focus?"),
+    ("How do I use print in Python?", "How do I use printf in Python?"),
+    ("How do I restart docker?", "How do I restart dockerd?"),
+    ("How do I use Canva?", "How do I use canvas?"),
     ("How do I get to the hotel from here?", "How do I get to he hotel from here?"),
 ]
 

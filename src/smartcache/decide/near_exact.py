@@ -10,12 +10,14 @@ The two texts are cut into tokens (English words, digit groups, single CJK
 characters), courtesy is dropped at either end (lexicon kind ``courtesy``) or anywhere
 (``courtesy_inner``), and the token sequences are aligned (rapidfuzz). Every difference must then be one of:
 
-- a typo of one word for another: English, both words start alike, have five letters or
-  more (four for a letter typed twice: "vissa"), are within one edit (two from seven
-  letters; a swap of neighbours is one, OSA distance), and one is a slip for the other:
-  the rarer under zipf 2.5 in ``wordfreq``'s English list and at least 1.5 zipf apart
-  ("recieve" 2.75 / "receive" 4.85; "broil" 2.44 / "boil" 3.83 are two words; "form" /
-  "from" too);
+- a typo of one word for another, English, never a word of a spelling dictionary (``_typo``):
+  a string ``wordfreq``'s list does not hold, one slip of the fingers from a word (a letter
+  dropped, doubled, two swapped, a neighbouring key), where a slip may fall (not where names
+  begin or end with a letter more: fgets, printf); two letters of one of the commonest words
+  swapped ("hte"); or both words start alike, have five letters or more (four for a letter
+  typed twice: "vissa"), are within one edit (two from seven letters), and the rarer is
+  under zipf 2.5, at least 1.5 below a word of 2.5 or more ("recieve" 2.75 / "receive" 4.85;
+  "broil" 2.44 / "boil" 3.83 are two words; "form" / "from" too);
 - a Chinese IME slip (``_ime_slip``): characters the lexicon groups as slips for each
   other (kind ``confusable``: 的/得/地, 在/再...), or one character for another of the same
   syllable, any tone, where one side makes a dictionary word and the other does not (以经 /
@@ -27,7 +29,8 @@ characters), courtesy is dropped at either end (lexicon kind ``courtesy``) or an
   嘛) or article (the);
 - words run together or apart ("e mail" / "email").
 
-No digit group and no negator may change, and a turn may hold at most 1 + n/5 typos
+No digit group and no negator may change, no symbol (brackets, operators, currency signs,
+underscores, a dot inside a name: ``_symbols``), and a turn may hold at most 1 + n/5 typos
 (n its tokens; at most 3). The caller compares what the rules extracted besides
 (negations, opposite actions, numbers) before serving.
 
@@ -55,15 +58,23 @@ from smartcache.fingerprint.lexicon import concepts_of_kind, word_opposites, wor
 # years" name other things than C, Disney, an A and 5.
 _TOKEN = re.compile(r"[a-z]+(?:'[a-z]+)*[+#]*|\d+(?:[.,:]\d+)*[+#]*|[\u3400-\u9fff]|[^\W\d_a-z\u3400-\u9fff]+")
 _CJK = re.compile(r"[\u3400-\u9fff]")
-# A symbol standing alone, a word of its own ("what does ~ mean", "() and []"; a dash alone is
-# punctuation: "e-mail or email - which is correct"), and a currency sign anywhere. Not a symbol glued to a word ("(british)", "#what", "low-budget"), nor the
-# last token, where emoticons and decorations go ("…? (:", "怎么样啊/?").
-_LONE_SYMBOLS = re.compile(r"(?<!\S)(?![—–-]+\s)[^\w\s,.!?;:'\"，。！？；：、…“”‘’]+(?=\s+\S)")
-_CURRENCY = re.compile(r"[$€£¥₩₹]")
+# What the words alone cannot tell apart must match, character for character and in order:
+# brackets, operators, currency signs, underscores ("what does ~ mean" / "… % …", "x>0" / "x<0",
+# "__str__" / "str", "$5" / "€5"). Not sentence punctuation, a hyphen inside a word ("e-mail",
+# "low-budget"), a dash between two words ("email - which is correct"), nor an emoticon or a
+# tilde at the very end ("…? (:", "谢谢~").
+_SENTENCE = frozenset(",.!?;:'\"，。！？；：、…“”‘’")
+_NOT_SYMBOLS = re.compile(r"(?<=[a-z\u3400-\u9fff])[—–-]+(?=[a-z\u3400-\u9fff])"
+                          r"|(?<=[a-z\u3400-\u9fff]{2}) [—–-]+ (?=[a-z\u3400-\u9fff]{2})")
+_DECORATION = re.compile(r"\s*(?:\(:|\):|:\)|:\(|:/|=\]|=\)|;\)|\^\^|[~*]+)[\s.!?？！。]*$")
 
 
 def _symbols(text: str) -> list[str]:
-    return sorted(_LONE_SYMBOLS.findall(text) + _CURRENCY.findall(text))
+    # A dot inside a name is how it is written, not what it is ("node.js" / "nodejs", "b.tech").
+    text = _NOT_SYMBOLS.sub(" ", _DECORATION.sub("", text))
+    return [c for c in text if not (c.isalnum() or c.isspace() or c in _SENTENCE)]
+
+
 # Not 吗 (a question, not a statement), nor "a" / "an" ("hepatitis a vaccine").
 _DROPPABLE = frozenset({"的", "呢", "吧", "啊", "呀", "嘛", "the"})
 # Never a typo of anything: a negator typed or dropped flips the request.
@@ -180,7 +191,7 @@ def near_exact(a: str, b: str) -> NearExact | None:
     if ta == tb:
         return NearExact(_courtesy_edits(a, b))
     if "".join(ta) == "".join(tb):          # run together or apart: "e mail" / "email"
-        return NearExact(("spacing",))
+        return NearExact(("spacing",)) if _spacing(ta, tb) else None
     budget = 1 + max(len(ta), len(tb)) // 5
     edits: list[str] = []
     typos = 0
@@ -189,13 +200,17 @@ def near_exact(a: str, b: str) -> NearExact | None:
             continue
         if op in ("delete", "insert"):
             seq, lo, hi = (ta, i1, i2) if op == "delete" else (tb, j1, j2)
+            other, at = (tb, j1) if op == "delete" else (ta, i1)
             for k in range(lo, hi):
                 if not _droppable(seq, k):
+                    return None
+                # A copy typed twice leaves one behind: 大小小于 is not 大于, "that that" not nothing.
+                if seq[k] not in _DROPPABLE and seq[k] not in other[max(at - 1, 0):at + 1]:
                     return None
                 edits.append(f"{'-' if op == 'delete' else '+'}{seq[k]}")
             continue
         if i2 - i1 != j2 - j1:
-            if "".join(ta[i1:i2]) == "".join(tb[j1:j2]):
+            if "".join(ta[i1:i2]) == "".join(tb[j1:j2]) and _spacing(ta[i1:i2], tb[j1:j2]):
                 edits.append("spacing")
                 continue
             return None
@@ -207,6 +222,20 @@ def near_exact(a: str, b: str) -> NearExact | None:
     if typos > min(3, budget):
         return None
     return NearExact(tuple(edits))
+
+
+def _spacing(ta: Sequence[str], tb: Sequence[str]) -> bool:
+    """Words run together or apart ("e mail" / "email", "wi-fi" / "wifi"), unless both readings
+    are words of the dictionary: "a part" / "apart", "the rapist" / "therapist", "re-sign" /
+    "resign", "log in" / "login"."""
+    while ta and tb and ta[0] == tb[0]:             # the stretch that differs
+        ta, tb = ta[1:], tb[1:]
+    while ta and tb and ta[-1] == tb[-1]:
+        ta, tb = ta[:-1], tb[:-1]
+    joined, split = (ta, tb) if len(ta) < len(tb) else (tb, ta)
+    if len(joined) != 1 or not all(p.isascii() and p.isalpha() for p in split):
+        return True
+    return not (joined[0] in _dictionary() and all(p in _dictionary() and (len(p) > 1 or p in "ai") for p in split))
 
 
 def near_exact_turns(a: Sequence[str], b: Sequence[str]) -> NearExact | None:
@@ -271,25 +300,16 @@ def _droppable(seq: Sequence[str], k: int) -> bool:
     doubled = (k > 0 and seq[k - 1] == word) or (k + 1 < len(seq) and seq[k + 1] == word)
     if not doubled:
         return False
-    # An English word typed twice; a Chinese character typed twice where the two are no word of
-    # the dictionary (屏幕幕; a word's prefix is listed with count 0), or are one only across two
-    # words of this text (列表表: 列表 | 表); never where they make a word here, however rare
-    # (人人都, 看看; 下下周 and 上上个月 count 3 and 6 and mean the week and month before last), a
-    # negator, a numeral (三三) or a position (后后, 左左: a doubled position is a further one).
+    # An English word typed twice; a Chinese character typed twice where the two are no entry of
+    # the dictionary at all (屏幕幕), never one that is, however rare (人人, 看看; 下下周 and 上上个月
+    # count 3 and 6 and mean the week and month before last; jieba lists a word's prefixes too,
+    # with count 0, and those count: 学学 keeps 大学学什么 apart from 大学什么), a negator, a
+    # numeral (三三) or a position (后后, 左左: a doubled position is a further one). A doubling
+    # across two words (列表|表) was tried at stop 39: 大学|学 and 小说|说 are cut the same way.
     if _CJK.fullmatch(word):
-        if word in _NEGATORS or word in _NUMERALS or word in _POSITIONS:
-            return False
-        return not _jieba().FREQ.get(word * 2) or not _one_word(seq, k)
+        return word not in _NEGATORS and word not in _NUMERALS and word not in _POSITIONS \
+            and word * 2 not in _jieba().FREQ
     return word.isascii() and word.isalpha()
-
-
-def _one_word(seq: Sequence[str], k: int) -> bool:
-    """Whether token ``k`` and the same character beside it fall in one word of the text."""
-    twin = k - 1 if k > 0 and seq[k - 1] == seq[k] else k + 1
-    lo, hi = min(k, twin), max(k, twin)
-    at = len("".join(seq[:lo]))
-    span = _word_around("".join(seq), at)
-    return span[0] <= at and at + len(seq[lo]) + len(seq[hi]) <= span[1]
 
 
 def _typo(ta: Sequence[str], i: int, tb: Sequence[str], j: int) -> bool:
@@ -303,29 +323,40 @@ def _typo(ta: Sequence[str], i: int, tb: Sequence[str], j: int) -> bool:
     zx, zy = _zipf(x), _zipf(y)
     slip, meant = (x, y) if zx < zy else (y, x)
     z_slip, z_meant = min(zx, zy), max(zx, zy)
+    # A word of the dictionary is a word of its own, however rare: "deign" is not "design",
+    # "ficus" not "focus", "spay" not "spray".
+    if slip in _dictionary():
+        return False
     distance = OSA.distance(x, y)
+    slipped = _keyboard_slip(slip, meant) if distance == 1 else None
     # A string no English list holds, one slip of the fingers from a word (a letter dropped,
-    # doubled, two swapped, a neighbouring key), is a slip of it wherever it fell
-    # ("ocncentration", "hwo", "alwys", "hostar"): nothing else could have been meant. A short
-    # word only for the commonest ones (the, how, you), whose neighbours are words too.
-    if z_slip == 0.0 < z_meant and distance == 1 and _keyboard_slip(slip, meant) \
-            and (len(meant) >= 4 or z_meant >= _COMMON_ZIPF):
+    # doubled, two swapped, a neighbouring key), is a slip of it ("ocncentration", "alwys",
+    # "hostar"), where a slip may fall (``_slip_placed``: not where names begin or end with a
+    # letter more, fgets, popen, printf, argc); a three-letter word only swapped, and only the
+    # commonest ("hwo").
+    if z_slip == 0.0 < z_meant and slipped is not None and _slip_placed(slipped, meant, slip, unseen=True) \
+            and (len(meant) >= 4 or z_meant >= _COMMON_ZIPF and slipped[0] == "swap"):
         return True
-    # The commonest words are mistyped most, into strings rare enough to be nothing else ("hte"
-    # 2.3, "waht" 2.0, "ypu" 2.1 for the, what, you); not "teh" 3.0 nor "fo" 3.7.
-    if z_meant >= _COMMON_ZIPF and z_slip < _SLIP_ZIPF and distance == 1 and _keyboard_slip(slip, meant):
+    # The commonest words are mistyped most, two letters swapped into a string rare enough to be
+    # nothing else ("hte" 2.3, "waht" 2.0 for the, what); not "teh" 3.0, and no other slip: the
+    # strings one key away are words and acronyms (GPT / got, OLS / old, awk / ask).
+    if z_meant >= _COMMON_ZIPF and z_slip < _SLIP_ZIPF and slipped is not None and slipped[0] == "swap":
         return True
     # Else what was meant is a word people use: a rare one is a word of its own ("ethane" /
     # "ethene", "abash" / "abashed", "austrias" / "australias" with the apostrophes gone).
     if z_meant < _MEANT_ZIPF:
         return False
-    # Short words are each other's neighbours (gan / gun), but for a letter typed twice (vissa)
-    # or dropped from a longer word ("thik", "coud").
-    if min(len(x), len(y)) < (4 if _doubled_letter(x, y) or max(len(x), len(y)) >= 5 else 5) or x[0] != y[0]:
+    # Short words are each other's neighbours (gan / gun, spay / spray, obit / orbit), but for a
+    # letter typed twice (vissa).
+    if min(len(x), len(y)) < (4 if _doubled_letter(x, y) else 5) or x[0] != y[0]:
         return False
     # Two keystrokes only where the slip is no word at all and ends as the word does ("mechanize"
-    # is a word; "abstractism" is not "abstraction").
+    # is a word; "abstractism" is not "abstraction"); one not at either end (printf, dockerd,
+    # canvas / canva, lyrics / lyrica: names are made so).
     if distance > (1 if max(len(x), len(y)) < 7 or z_slip > 0.0 or x[-1] != y[-1] else 2):
+        return False
+    edit = _edit(slip, meant) if distance == 1 else None
+    if edit is not None and not _slip_placed(edit, meant, slip, unseen=z_slip == 0.0):
         return False
     return z_slip < _SLIP_ZIPF and z_meant - z_slip >= _SLIP_GAP
 
@@ -342,19 +373,64 @@ def _neighbours(a: str, b: str) -> bool:
     return abs(ra - rb) <= 1 and abs(ca - cb) <= 1.0 and a != b
 
 
-def _keyboard_slip(slip: str, meant: str) -> bool:
-    """One edit of the kind fingers make: a letter dropped; one added that doubles or neighbours
-    the letter before or after it; two neighbours swapped; a letter for a neighbouring key's."""
+def _edit(slip: str, meant: str) -> tuple[str, int] | None:
+    """The one edit between two words as (kind, where): "drop" (a letter of ``meant`` left out),
+    "add" (a letter put in), "swap" (two neighbours swapped), "sub" (one letter for another);
+    None for more than one. A letter of a run (pprint, faang) is placed at the run's start."""
     if len(slip) + 1 == len(meant):
-        return True
+        k = next((i for i in range(len(slip)) if slip[i] != meant[i]), len(slip))
+        if slip[k:] != meant[k + 1:]:
+            return None
+        while k > 0 and meant[k - 1] == meant[k]:
+            k -= 1
+        return "drop", k
     if len(slip) == len(meant) + 1:
         k = next((i for i in range(len(meant)) if slip[i] != meant[i]), len(meant))
-        around = slip[k - 1:k] + slip[k + 1:k + 2]
-        return any(c == slip[k] or _neighbours(c, slip[k]) for c in around)
-    diffs = [i for i in range(len(slip)) if slip[i] != meant[i]]
-    if len(diffs) == 2 and diffs[1] == diffs[0] + 1:
-        return True                      # two neighbours swapped (OSA distance 1)
-    return len(diffs) == 1 and _neighbours(slip[diffs[0]], meant[diffs[0]])
+        if slip[k + 1:] != meant[k:]:
+            return None
+        while k > 0 and slip[k - 1] == slip[k]:
+            k -= 1
+        return "add", k
+    diffs = [i for i in range(len(slip)) if slip[i] != meant[i]] if len(slip) == len(meant) else []
+    if len(diffs) == 2 and diffs[1] == diffs[0] + 1 and slip[diffs[0]] == meant[diffs[1]] \
+            and slip[diffs[1]] == meant[diffs[0]]:
+        return "swap", diffs[0]
+    return ("sub", diffs[0]) if len(diffs) == 1 else None
+
+
+def _keyboard_slip(slip: str, meant: str) -> tuple[str, int] | None:
+    """``_edit`` when fingers make it: any letter dropped, any two neighbours swapped, a letter
+    added that doubles or neighbours a letter beside it, a letter for a neighbouring key's."""
+    edit = _edit(slip, meant)
+    if edit is None or edit[0] in ("drop", "swap"):
+        return edit
+    kind, at = edit
+    if kind == "add":
+        k = next((i for i in range(len(meant)) if slip[i] != meant[i]), len(meant))
+        beside = slip[k - 1:k] + slip[k + 1:k + 2]
+        return edit if any(c == slip[k] or _neighbours(c, slip[k]) for c in beside) else None
+    return ("key", at) if _neighbours(slip[at], meant[at]) else None
+
+
+def _slip_placed(edit: tuple[str, int], meant: str, slip: str, *, unseen: bool) -> bool:
+    """Where a slip may fall: two letters swapped anywhere; nothing else at the first letter,
+    where names begin with a letter more (fgets, popen, pprint, rfind), but the first letter of
+    a word of six letters or more typed twice in a string no list holds; at the last letter a
+    letter typed twice ("wheree") or an "s" (a plural; "england's" without its apostrophe), and
+    for a string no list holds a letter dropped ("kindl") or, in a word of six letters or more,
+    a neighbouring key; never another letter more or another letter at the end of a shorter or
+    known one, as names end (printf, dockerd, realme, argc, lyrica)."""
+    kind, at = edit
+    if kind == "swap":
+        return True
+    if at == 0:     # but the first letter of a long word typed twice ("tthrough", "aanswer")
+        return unseen and kind == "add" and slip[0] == slip[1] and len(meant) >= 6
+    last = len(meant) - (0 if kind == "add" else 1)
+    if at < last:
+        return True
+    if kind == "add":       # "wheree"; and an "s" (a plural, "england's" without its apostrophe)
+        return slip[at - 1] == slip[at] or slip == meant + "s"
+    return unseen and (kind == "drop" or len(meant) >= 6)
 
 
 def _doubled_letter(x: str, y: str) -> bool:
@@ -454,6 +530,19 @@ def _jieba():
 
 def _zipf(word: str) -> float:
     return _english().get(word, 0.0)
+
+
+@functools.lru_cache(maxsize=1)
+def _dictionary() -> frozenset[str]:
+    """The English words of a spelling dictionary (pyspellchecker's list, 160 k words): rare
+    words of their own ("deign", "ficus", "serous", "spay") are in it, common misspellings
+    ("recieve", "definately") and strings one slip from a word are not."""
+    import gzip
+    import json
+    from importlib import resources
+    with resources.as_file(resources.files("spellchecker") / "resources" / "en.json.gz") as path:
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            return frozenset(w for w in json.load(fh) if w.isascii() and w.isalpha())
 
 
 @functools.lru_cache(maxsize=1)
