@@ -56,6 +56,7 @@ SAME = [
     # a rare word meant, misspelt as it sounds; a dash between clauses is punctuation
     ("What is a Cartesian product?", "What is a Cartesion product?"),
     ("How do I set up Wi-Fi calling?", "how do i set up wifi calling"),
+    ("What is the best approach to learn chess?", "What is the best approache to learn chess?"),
     ("上海——杭州，高铁要多久？", "上海-杭州高铁要多久"),
     ("Color or colour: which spelling is right?", "color or colour - which spelling is right"),
 ]

@@ -416,10 +416,10 @@ def _slip_placed(edit: tuple[str, int], meant: str, slip: str, *, unseen: bool) 
     """Where a slip may fall: two letters swapped anywhere; nothing else at the first letter,
     where names begin with a letter more (fgets, popen, pprint, rfind), but the first letter of
     a word of six letters or more typed twice in a string no list holds; at the last letter a
-    letter typed twice ("wheree") or an "s" (a plural; "england's" without its apostrophe), and
-    for a string no list holds a letter dropped ("kindl") or, in a word of six letters or more,
-    a neighbouring key; never another letter more or another letter at the end of a shorter or
-    known one, as names end (printf, dockerd, realme, argc, lyrica)."""
+    letter typed twice ("wheree"), an "s" (a plural; "england's" without its apostrophe) or a
+    silent "e" ("approache"), and for a string no list holds a letter dropped ("kindl") or, in a
+    word of six letters or more, a neighbouring key; never another letter more or another
+    letter at the end of a shorter or known one, as names end (printf, dockerd, argc, lyrica)."""
     kind, at = edit
     if kind == "swap":
         return True
@@ -428,8 +428,8 @@ def _slip_placed(edit: tuple[str, int], meant: str, slip: str, *, unseen: bool) 
     last = len(meant) - (0 if kind == "add" else 1)
     if at < last:
         return True
-    if kind == "add":       # "wheree"; and an "s" (a plural, "england's" without its apostrophe)
-        return slip[at - 1] == slip[at] or slip == meant + "s"
+    if kind == "add":
+        return slip[at - 1] == slip[at] or slip in (meant + "s", meant + "e")
     return unseen and (kind == "drop" or len(meant) >= 6)
 
 
