@@ -62,8 +62,8 @@ class LearningConfig:
     requests whose answers are tracked across sessions. ``share_after``: sessions that must
     get the same answer to one question (its words, or rewordings answered alike) before its
     answers enter the tenant's global pool; ``share_after_proven``: as many, fewer, once the
-    tenant's own traffic bounds P(another session gets other words for the same request) at
-    δ (``sharing_point``; 0: never fewer).
+    tenant's own traffic bounds P(a later session asking the same words gets another answer)
+    at δ (``sharing_point``; 0: never fewer).
     ``tenants``: a tenant's own ``error_bound`` and ``strict_error_bound``, over the two above
     (``{"acme": {"error_bound": 0.005}}``; TOML ``[learning.tenants.acme]``)."""
 
