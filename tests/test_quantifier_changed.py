@@ -20,6 +20,8 @@ DIFFERENT = [
     ("怎么删除一条聊天记录", "怎么删除所有聊天记录"),
     ("如何取消单个订单", "如何批量取消订单"),
     ("怎么给一个文件夹设置密码", "怎么给全部文件夹设置密码"),
+    # found by a review: "one of" my orders is one of them
+    ("How do I cancel one of my orders?", "How do I cancel all of my orders?"),
 ]
 SAME = [
     ("How do I download all my photos from iCloud?", "How can I download every photo from iCloud?"),
@@ -32,6 +34,16 @@ SAME = [
     ("所有文件都要备份吗", "全部文件都需要备份吗"),
     ("怎么把多个表格合并成一个表格", "如何把几个表格合并成一个表格"),
     ("Can I pay for all orders in one go?", "Can I pay for all my orders at once?"),
+    # found by a review: a word's first half, "every single", "all individual", merged into one,
+    # every one, any one, merged into one in Chinese
+    ("How much is a one-day pass?", "How much is an all-day pass?"),
+    ("How do I cancel every single order?", "How do I cancel all my orders?"),
+    ("How do I download all individual files?", "How do I download all files?"),
+    ("How do I merge PDFs into a single PDF?", "How do I merge all my PDFs into one?"),
+    ("How do I combine sheets into one sheet?", "How do I combine several sheets?"),
+    ("每一个订单都能开发票吗", "所有订单都能开发票吗"),
+    ("任何一个订单都能退吗", "所有订单都能退吗"),
+    ("怎么把表格合并成一个表格", "怎么合并多个表格"),
 ]
 
 

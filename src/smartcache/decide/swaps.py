@@ -378,18 +378,23 @@ def payload_replaced(a: str, b: str) -> tuple[str, str] | None:
 # One item, or every one of them: "the invoice for one order" is not "invoices for all my orders".
 # Each side must say it (an article says nothing: "cancel an order" may mean any order) about the
 # same noun; idioms of manner ("in one go", "at all", "all-in-one", "one of the best") say nothing.
+# Not a word's first half ("all-day", "one-day"), nor "all in one".
 _EVERY_EN = re.compile(r"(?<!\bat )(?<!\bafter )(?<!\babove )(?<!\bfirst of )\b(?:all|every|multiple|several|bulk)\b"
-                       r"(?![- ]in[- ]one\b)(?! right\b)(?! the time\b)(?! of a sudden\b)(?! over\b)")
-# Not "one" the pronoun ("what does one need"), nor "one of", "one by one", "one another".
+                       r"(?!-)(?! in[- ]one\b)(?! right\b)(?! the time\b)(?! of a sudden\b)(?! over\b)")
+# Not "one" the pronoun ("what does one need"), "every single", "all individual", where things
+# are merged to ("into one file"), "one of the best", "one by one", "one another".
 _ONE_EN = re.compile(r"(?<!\bdoes )(?<!\bdo )(?<!\bcan )(?<!\bshould )(?<!\bwould )(?<!\bcould )(?<!\bmust )"
-                     r"(?<!\bwill )(?<!\bmay )(?<!\bif )(?<!\bwhen )"
+                     r"(?<!\bwill )(?<!\bmay )(?<!\bif )(?<!\bwhen )(?<!\bevery )(?<!\beach )(?<!\ball )"
+                     r"(?<!\binto )(?<!\binto a )"
                      r"\b(?:one|a single|single|an individual|individual|a specific|a particular)\b"
-                     r"(?! of\b)(?! by\b)(?! another\b)(?! more\b)")
-_EVERY_ZH = re.compile(r"所有|全部|批量|多个")
+                     r"(?!-)(?! of the (?:\w+est|most|top|few|many)\b)(?! by\b)(?! another\b)(?! more\b)")
+_EVERY_ZH = re.compile(r"所有|全部|批量|多个|全体")
 # Measure words of countable things; not 笔 or 次, which also say how a thing is done (一笔还清,
-# 一次付清: in one go). 1个 is how normalisation writes 一个.
-_ONE_ZH = re.compile(r"单个|单张|单条|某个|某[一1]个|(?<![\d.])[一1](?:个|条|张|份|封|篇|件|台|项|位)")
+# 一次付清: in one go). 1个 is how normalisation writes 一个; not 每1个 (every one), 第1个 (the
+# first), 合并成1个 (merged into one), 任何1个 (any one).
+_ONE_ZH = re.compile(r"单个|单张|单条|(?<!每)某个|某[一1]个|(?<![\d.每第成为])(?<!任何)(?<!任意)[一1](?:个|条|张|份|封|篇|件|台|项|位)")
 _DETERMINERS = frozenset("the my your our their these those this that his her its of a an".split())
+_NOT_NOUNS = _DETERMINERS | {"one", "single", "individual"}     # "all individual files": files
 _WORD = re.compile(r"[a-z][a-z'-]*")
 
 
@@ -413,7 +418,7 @@ def _quantified(text: str) -> tuple[set[str], set[str]]:
         if words:
             one.add(_noun(words[0]))
     for m in _EVERY_EN.finditer(text):      # the noun it quantifies: "all (of) my orders"
-        words = [w for w in _WORD.findall(text[m.end():m.end() + 50])[:4] if w not in _DETERMINERS]
+        words = [w for w in _WORD.findall(text[m.end():m.end() + 50])[:4] if w not in _NOT_NOUNS]
         if words:
             every.add(_noun(words[0]))
     for m in _ONE_ZH.finditer(text):
