@@ -46,6 +46,20 @@ def slip(word: str, kind: str, rng: random.Random) -> str:
     return word[:i] + rng.choice(near) + word[i + 1:] if near else word
 
 
+def slipped(questions: list[str], rng: random.Random):
+    """(question, the same with one slip, the kind of slip, the slipped word's length) for each
+    question with a word of three letters or more whose slip changed it."""
+    for q in questions:
+        words = q.split()
+        where = [k for k, w in enumerate(words) if w.isalpha() and len(w) >= 3]
+        if not where:
+            continue
+        k, kind = rng.choice(where), rng.choice(["swap", "drop", "double", "key"])
+        typed = slip(words[k], kind, rng)
+        if typed != words[k]:
+            yield q, " ".join(words[:k] + [typed] + words[k + 1:]), kind, len(words[k])
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sets", default="qqp,pawsx,lcqmc,bq")
@@ -75,19 +89,10 @@ def main() -> int:
         rng.shuffle(questions)
         kept: Counter = Counter()
         total: Counter = Counter()
-        for q in questions[:args.slips]:
-            words = q.split()
-            where = [k for k, w in enumerate(words) if w.isalpha() and len(w) >= 3]
-            if not where:
-                continue
-            k, kind = rng.choice(where), rng.choice(["swap", "drop", "double", "key"])
-            typed = slip(words[k], kind, rng)
-            if typed == words[k]:
-                continue
-            group = (kind, "3-4 letters" if len(words[k]) <= 4 else "5+ letters")
+        for q, typed, kind, length in slipped(questions[:args.slips], rng):
+            group = (kind, "3-4 letters" if length <= 4 else "5+ letters")
             total[group] += 1
-            kept[group] += near_exact(normalize_text(q), normalize_text(" ".join(words[:k] + [typed] + words[k + 1:]))) \
-                is not None
+            kept[group] += near_exact(normalize_text(q), normalize_text(typed)) is not None
         for group in sorted(total):
             print(f"slips {group[0]:>6} {group[1]:>11}: {kept[group]:4d} of {total[group]:4d} kept "
                   f"({kept[group] / total[group]:.0%})")
@@ -108,22 +113,13 @@ def library(data, n: int) -> None:
     rng.shuffle(questions)
     served = asked = 0
     decided: Counter = Counter()
-    for q in questions[:n]:
-        words = q.split()
-        where = [k for k, w in enumerate(words) if w.isalpha() and len(w) >= 3]
-        if not where:
-            continue
-        k, kind = rng.choice(where), rng.choice(["swap", "drop", "double", "key"])
-        typed = slip(words[k], kind, rng)
-        if typed == words[k]:
-            continue
+    for q, typed, _, _ in slipped(questions[:n], rng):
         cache = SmartCache(config, encoder=encoder)
         stored = cache.store([{"role": "user", "content": q}], "answer", session="s")
         if not stored.stored:          # a time-sensitive question is never written
             continue
         cache.promote(stored.cache_id)
-        found = cache.lookup([{"role": "user", "content": " ".join(words[:k] + [typed] + words[k + 1:])}],
-                             session="s")
+        found = cache.lookup([{"role": "user", "content": typed}], session="s")
         asked += 1
         served += found.zone.value == "hit"
         decided[found.reasons[0].code.value if found.reasons else "-"] += 1
