@@ -30,7 +30,7 @@ characters), courtesy is dropped at either end (lexicon kind ``courtesy``) or an
 - words run together or apart ("e mail" / "email").
 
 No digit group and no negator may change, no symbol (brackets, operators, currency signs,
-underscores, a dot inside a name: ``_symbols``), and a turn may hold at most 1 + n/5 typos
+underscores: ``_symbols``), and a turn may hold at most 1 + n/5 typos
 (n its tokens; at most 3). The caller compares what the rules extracted besides
 (negations, opposite actions, numbers) before serving.
 
