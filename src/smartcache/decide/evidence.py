@@ -297,8 +297,7 @@ def _similarities(tally: _Tally, fp: Fingerprint, entry: Entry, turn: float, con
     put("probe_history_turns", min(len(probe.history_turns), 8))
     put("cached_history_turns", min(len(cached.history_turns), 8))
     put("topic_similarity", -1.0 if fp.topic_similarity is None else fp.topic_similarity)
-    # A first turn has nothing to refer back to: its "it" is "is it safe to …", its "there" "is there".
-    if global_free and mine.unresolved_reference and probe.has_context:
+    if global_free and mine.unresolved_reference:
         tally.signal("context_dependent", "a global entry cannot answer a turn that refers back")
 
 

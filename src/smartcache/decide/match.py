@@ -129,8 +129,7 @@ def _context_gate(fp: Fingerprint, entry: Entry, limits: Thresholds, switches: S
         return context, verdict(Zone.MISS, code, detail, context)
 
     if global_free:
-        # A first turn has nothing to refer back to: its "it" is "is it safe to …".
-        if probe.has_context and _UNRESOLVED_REFERENCE.search(probe.text):
+        if _UNRESOLVED_REFERENCE.search(probe.text):
             return refuse("context_dependent", "a global entry cannot answer a turn that refers back")
         return None, None
     if context is None:
