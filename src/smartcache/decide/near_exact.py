@@ -69,10 +69,11 @@ _NOT_SYMBOLS = re.compile(r"(?<=[a-z\u3400-\u9fff])[—–-]+(?=[a-z\u3400-\u9ff
 _DECORATION = re.compile(r"\s*(?:\(:|\):|:\)|:\(|:/|=\]|=\)|;\)|\^\^|[~*]+)[\s.!?？！。]*$")
 
 
-def _symbols(text: str) -> list[str]:
+@functools.lru_cache(maxsize=8192)
+def _symbols(text: str) -> tuple[str, ...]:
     # A dot inside a name is how it is written, not what it is ("node.js" / "nodejs", "b.tech").
     text = _NOT_SYMBOLS.sub(" ", _DECORATION.sub("", text))
-    return [c for c in text if not (c.isalnum() or c.isspace() or c in _SENTENCE)]
+    return tuple(c for c in text if not (c.isalnum() or c.isspace() or c in _SENTENCE))
 
 
 # Not 吗 (a question, not a statement), nor "a" / "an" ("hepatitis a vaccine").

@@ -407,7 +407,8 @@ def _noun(word: str) -> str:
     return word
 
 
-def _quantified(text: str) -> tuple[set[str], set[str]]:
+@lru_cache(maxsize=8192)
+def _quantified(text: str) -> tuple[frozenset[str], frozenset[str]]:
     """(nouns said of one item, nouns said of all): English nouns singular, the first word after
     the quantifier and its determiners; Chinese ones as their first two characters (单个订单 ->
     订单) and, for "all", every two characters of the clause that follows (批量取消订单 holds 订单)."""
@@ -428,7 +429,7 @@ def _quantified(text: str) -> tuple[set[str], set[str]]:
     for m in _EVERY_ZH.finditer(text):
         clause = re.split(r"[，,。.？?！!；;]", text[m.end():m.end() + 10], maxsplit=1)[0]
         every |= {clause[i:i + 2] for i in range(len(clause) - 1)}
-    return one, every
+    return frozenset(one), frozenset(every)
 
 
 def quantifier_changed(a: str, b: str) -> tuple[str, str] | None:
