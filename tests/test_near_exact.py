@@ -43,9 +43,9 @@ SAME = [
     ("能不能帮我把这段话翻译成英文：明天见", "把这段话翻译成英文：明天见"),
     # the "+" of a name is kept, and a slip elsewhere is still one
     ("how do i compile a c++ progam", "How do I compile a C++ program?"),
-    # stop 39: a string no list holds, one slip of the fingers from a word, wherever it fell: the
-    # first letters swapped, a short common word, a letter dropped from a five-letter word, a
-    # neighbouring key; a name one keystroke off; an emoticon at the end
+    # stop 39: a string no list holds, one slip of the fingers from a word where a slip may fall:
+    # the first two letters swapped, a short common word's letters swapped, a letter dropped
+    # inside a word, a neighbouring key inside it; a name one keystroke off; an emoticon at the end
     ("What is the concentration of salt in sea water?", "What is the ocncentration of salt in sea water?"),
     ("How do I reset my router?", "Hwo do I reset my router?"),
     ("What is the capital of Peru?", "Waht is hte capital of Peru?"),
@@ -53,7 +53,8 @@ SAME = [
     ("Where is the nearest water fountain?", "Where is the nearest wster fountain?"),
     ("How can I download videos from Hotstar?", "How can I download videos from Hostar?"),
     ("Why does doing something I love feel surreal?", "Why does doing something I love feel surreal? (:"),
-    # a rare word meant, misspelt as it sounds; a dash between clauses is punctuation
+    # a rare word meant, misspelt as it sounds; words run together; a silent "e" added; a dash
+    # between clauses is punctuation
     ("What is a Cartesian product?", "What is a Cartesion product?"),
     ("How do I set up Wi-Fi calling?", "how do i set up wifi calling"),
     ("What is the best approach to learn chess?", "What is the best approache to learn chess?"),
