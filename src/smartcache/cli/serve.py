@@ -143,8 +143,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"smartcache: serving on http://{args.host}:{args.port}  (dashboard: /dashboard)", file=sys.stderr)
     # Idle keep-alive connections outlive the clients' and proxies' own (httpx: 5 s, nginx: 60 s):
     # a server that closes first races a client reusing the connection, and resets a request.
+    # uvloop and httptools (C parsers and loop) rather than asyncio and h11: about a fifth more
+    # word-for-word hits a second (docs/results.md, issue 29).
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level.lower(),
-                timeout_keep_alive=args.keep_alive)
+                timeout_keep_alive=args.keep_alive, loop="uvloop", http="httptools")
     return 0
 
 
