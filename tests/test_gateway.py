@@ -359,3 +359,29 @@ def test_admin_stats_carry_the_dashboards_plots(client):
     assert 0 < sum(r["saved_tokens"] for r in rows) == stats["saved_tokens"] <= stats["prompt_tokens"]
     (tenant,) = stats["by_tenant"]
     assert tenant["tenant"] == "default" and tenant["hit"] == 1 and tenant["hit"] + tenant["miss"] == 3
+
+
+def test_an_unexpected_failure_on_the_chat_path_is_an_openai_500_and_the_gateway_goes_on(client, monkeypatch):
+    # The chat endpoint has a lane of its own (gateway.app.Gateway): errors FastAPI's handlers
+    # would have written must still leave as OpenAI error bodies, the unforeseen ones too.
+    service = client.app.state.service
+    real = service.handle
+
+    async def broken(req, controls):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(service, "handle", broken)
+    response = chat(client, [U("What is a cache?")])
+    assert response.status_code == 500
+    assert response.json()["error"]["type"] == "api_error" and response.json()["error"]["code"] == "internal_error"
+    monkeypatch.setattr(service, "handle", real)
+    assert chat(client, [U("What is a cache?")]).status_code == 200
+
+
+def test_the_chat_lane_refuses_a_body_over_the_limit_and_answers_other_paths_through_fastapi(gateway):
+    with gateway(max_body_bytes=2000) as client:
+        big = client.post("/v1/chat/completions", json={"model": MODEL, "messages": [U("x" * 5000)]})
+        assert big.status_code == 413 and big.json()["error"]["code"] == "request_too_large"
+        assert client.get("/v1/models").status_code == 200
+        schema = client.get("/openapi.json").json()
+        assert "/v1/chat/completions" in schema["paths"]
