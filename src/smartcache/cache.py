@@ -22,6 +22,7 @@ sessions is shared with the tenant's global pool.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import operator
@@ -58,6 +59,14 @@ from smartcache.store.guard import GuardedStore, StoreHealth
 
 log = logging.getLogger("smartcache")
 _ENDS_SESSION = frozenset({ChangeFlag.RESET, ChangeFlag.CORRECTION})
+
+
+@functools.lru_cache(maxsize=4096)
+def _exact_gates(current: str) -> tuple[bool, bool]:
+    """Whether a turn is time-sensitive, and whether it resets or corrects: a dozen regular
+    expressions, memoised because the exact path's traffic is the same turns again (the key
+    of a turn is at most ``context.max_turn_chars`` long: 4,096 of them are a few MB)."""
+    return is_time_sensitive(current), bool(change_flags(current) & _ENDS_SESSION)
 _NEAR_CANDIDATES = 4     # nearest entries the near-exact path reads (a typo'd repeat is among the nearest)
 _NEAR_FLOOR = 0.6        # below this turn cosine no typo'd repeat was seen; nothing to read
 _PERSONAL_MEMO = 100_000  # entries whose personal-data reading is remembered (cleared when full)
@@ -264,9 +273,10 @@ class SmartCache:
         contradict its own request is never keyed (``_entry``), so its validation stays the
         semantic path's."""
         key = request.key
-        if not self.config.exact_path or key.oversized or is_time_sensitive(key.current):
+        if not self.config.exact_path or key.oversized:
             return None
-        if self.decider.switches.change_detection and change_flags(key.current) & _ENDS_SESSION:
+        time_sensitive, ends_session = _exact_gates(key.current)
+        if time_sensitive or self.decider.switches.change_detection and ends_session:
             return None
         flt = SearchFilter(tenant=request.tenant, version_key=request.version.digest(), session_id=request.session,
                            now=self.clock(), feedback_floor=self.config.lifecycle.feedback_floor)
