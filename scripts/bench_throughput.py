@@ -9,11 +9,13 @@ part, then runs one bounded cell per scenario and client count:
               checked at warm-up to be served with ``semantic_match`` on every gateway of the run
     miss      a request new to the cache (a pool question with a ticket number of its own)
 
-Each client is one task with an httpx client and keep-alive connection of its own (a pool shared
-by the tasks would be the bottleneck at 64), sending one request after another for
+Each client is one task with a keep-alive connection of its own (a pool shared by the tasks
+would be the bottleneck at 64), sending one request after another for
 ``--seconds``; every response is classified by ``x-smartcache-status`` and ``x-smartcache-reason``,
 so each cell reports the share served as meant (hits that were hits, misses that went to the
-upstream) beside requests/s, p50 / p99 of whole requests and errors.
+upstream) beside requests/s, p50 / p99 of whole requests and errors. The client is
+scripts/lean_client.py (``--client httpx``: httpx, as before stop 40, when it cost about as much
+CPU as the gateway it timed on the same two cores).
 
 The gateway runs with ``--regenerate-window 0``: an identical request within the window is a
 regenerate (gateway/feedback.py: a marker kept ``window`` seconds), which would turn every
@@ -68,6 +70,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import load_pool  # noqa: E402
 from load_procs import Stack, _on_sigterm  # noqa: E402
 from load_report import percentiles  # noqa: E402
+from lean_client import LeanClient, ask_lean  # noqa: E402
 from load_test import Plan, Sample, ask  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,6 +97,27 @@ class Gateway:
     src: Path
     flags: tuple[str, ...]
     workers: int
+    hidden: tuple[str, ...] = ()   # packages of this venv its own requirements did not install
+
+
+# Installed for the new gateway; an older revision that did not require them would still get
+# them from this venv (uvicorn takes them when it can import them), and be timed faster than
+# it ran. They are hidden from it, so it runs on what its own requirements install.
+SPEED_PACKAGES = ("uvloop", "httptools")
+
+
+def hidden_packages(worktree: Path) -> tuple[str, ...]:
+    required = (worktree / "requirements.txt").read_text(encoding="utf-8").lower()
+    return tuple(name for name in SPEED_PACKAGES if f"\n{name}==" not in f"\n{required}")
+
+
+def hiding_folder(names: tuple[str, ...], where: Path) -> Path:
+    """A folder that, first on PYTHONPATH, makes ``import NAME`` fail as a missing package does."""
+    where.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        (where / f"{name}.py").write_text(f"raise ImportError('{name} is hidden from this baseline')\n",
+                                          encoding="utf-8")
+    return where
 
 
 class GatewayStack(Stack):
@@ -110,12 +134,13 @@ class GatewayStack(Stack):
     def _spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
         if name == "gateway":
             argv = [*argv, *self.bench.flags]
-            env = {**(env or os.environ), "PYTHONPATH": _pythonpath(self.bench.src)}
+            hide = hiding_folder(self.bench.hidden, self.logs / "hidden") if self.bench.hidden else None
+            env = {**(env or os.environ), "PYTHONPATH": _pythonpath(self.bench.src, hide)}
         return super()._spawn(name, argv, env)
 
 
-def _pythonpath(src: Path) -> str:
-    return os.pathsep.join(filter(None, [str(src), os.environ.get("PYTHONPATH")]))
+def _pythonpath(src: Path, hide: Path | None = None) -> str:
+    return os.pathsep.join(filter(None, [str(hide) if hide else None, str(src), os.environ.get("PYTHONPATH")]))
 
 
 def serve_flags(src: Path, workers: int, config: Path | None) -> tuple[tuple[str, ...], int]:
@@ -207,24 +232,36 @@ async def send_all(url: str, requests: list[tuple[str, str]], concurrency: int =
         return list(await asyncio.gather(*(one(s, t) for s, t in requests)))
 
 
-async def run_cell(url: str, nxt: Next, clients: int, seconds: float) -> tuple[list[Sample], float]:
-    """``clients`` tasks, each with an httpx client of its own holding one keep-alive connection, for
+async def run_cell(url: str, nxt: Next, clients: int, seconds: float, client: str = "lean"
+                   ) -> tuple[list[Sample], float]:
+    """``clients`` tasks, each with a client of its own holding one keep-alive connection, for
     ``seconds``; requests in flight at the deadline finish and count, and so does the time they take.
-    One client per task: a pool shared by 64 tasks is itself the bottleneck (httpx 0.28 against the
-    instant upstream: 640 requests/s with a client each, 110 through one pool of 64 connections)."""
-    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1, keepalive_expiry=30)
+    ``client``: "lean" (scripts/lean_client.py: it costs a fraction of what httpx does, so the two
+    cores it shares time the gateway) or "httpx", one client per task: a pool shared by 64 tasks
+    is itself the bottleneck (httpx 0.28 against the instant upstream: 640 requests/s with a
+    client each, 110 through one pool of 64 connections)."""
     rng, out = random.Random(0), []
     async with contextlib.AsyncExitStack() as stack:
-        pool = [await stack.enter_async_context(httpx.AsyncClient(base_url=url, timeout=60, limits=limits))
-                for _ in range(clients)]
-        await asyncio.gather(*(client.get("/health") for client in pool))     # connections open first
+        if client == "lean":
+            pool = [await stack.enter_async_context(LeanClient(url)) for _ in range(clients)]
+
+            async def send(k: int, session: str, text: str) -> Sample:
+                return await ask_lean(pool[k], PLAN, [SYSTEM, {"role": "user", "content": text}], session, "bench")
+        else:
+            limits = httpx.Limits(max_connections=1, max_keepalive_connections=1, keepalive_expiry=30)
+            pool = [await stack.enter_async_context(httpx.AsyncClient(base_url=url, timeout=60, limits=limits))
+                    for _ in range(clients)]
+            await asyncio.gather(*(c.get("/health") for c in pool))     # connections open first
+
+            async def send(k: int, session: str, text: str) -> Sample:
+                return (await ask(pool[k], PLAN, [SYSTEM, {"role": "user", "content": text}], session,
+                                  "bench", False, rng))[0]
 
         async def one(k: int) -> None:
             i = 0
             while time.perf_counter() < deadline:
                 session, text = nxt(k, i)
-                out.append((await ask(pool[k], PLAN, [SYSTEM, {"role": "user", "content": text}], session,
-                                      "bench", False, rng))[0])
+                out.append(await send(k, session, text))
                 i += 1
 
         started = time.perf_counter()
@@ -289,8 +326,11 @@ def render_table(report: dict[str, Any]) -> str:
                 rows.append(f"| {scenario} | {clients} | {c['rps']:.1f} | {_num(c['p50_ms'])} | {_num(c['p99_ms'])} "
                             f"| {c['errors']} | {as_meant(scenario, c):.0%} |")
     gw = "; ".join(f"{g['label']}: {g['rev']}{' + working tree' if g.get('dirty') else ''}, "
-                   f"{g['workers']} worker{'s' if g['workers'] > 1 else ''}" for g in report["gateways"])
-    notes = [f"Gateways: {gw}. {report['store']} store, {report['seconds']:.0f} s a cell, "
+                   f"{g['workers']} worker{'s' if g['workers'] > 1 else ''}"
+                   + (f", without {' and '.join(g['hidden'])} (not in its requirements)" if g.get("hidden") else "")
+                   for g in report["gateways"])
+    notes = [f"Gateways: {gw}. {report['store']} store, {report.get('client', 'httpx')} client, "
+             f"{report['seconds']:.0f} s a cell, "
              f"{report['cpus']} CPUs, load average {report['loadavg_before']} before the run and "
              f"{report['loadavg_after']} after; "
              f"learning from traffic {'on' if report.get('learning') else 'off'}.",
@@ -383,7 +423,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if args.baseline:
             path, sha = baseline_worktree(stack, args.baseline)
             flags, workers = serve_flags(path / "src", args.workers, config)
-            gateways.append(Gateway("old", sha[:12], path / "src", flags, workers))
+            gateways.append(Gateway("old", sha[:12], path / "src", flags, workers, hidden_packages(path)))
         urls, logs = {}, {g.label: BUILD / "throughput-logs" / g.label for g in gateways}
         for g in gateways:
             s = stack.enter_context(GatewayStack(g, store=args.store, promotion_window=args.promotion_window,
@@ -409,7 +449,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 n += 1
                 for g in order:
                     nxt = workload(scenario, clients, originals, paraphrases, pool)
-                    samples, elapsed = asyncio.run(run_cell(urls[g.label], nxt, clients, args.seconds))
+                    samples, elapsed = asyncio.run(run_cell(urls[g.label], nxt, clients, args.seconds, args.client))
                     cell = {"gateway": g.label, "scenario": scenario, "clients": clients,
                             **summarise_cell(samples, elapsed), "load1_after": round(os.getloadavg()[0], 2)}
                     cells.append(cell)
@@ -418,11 +458,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return {"started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
             "cpus": os.cpu_count(), "loadavg_before": load_before,
             "loadavg_after": [round(x, 2) for x in os.getloadavg()],
-            "store": args.store, "seconds": args.seconds, "clients": args.clients, "scenarios": scenarios,
+            "store": args.store, "client": args.client, "seconds": args.seconds, "clients": args.clients, "scenarios": scenarios,
             "promotion_window_s": args.promotion_window, "learning": args.learning,
             "gateways": [{"label": g.label, "rev": g.rev, "workers": g.workers,
                           "flags": [f.replace(f"{ROOT}{os.sep}", "") for f in g.flags],
-                          "dirty": dirty and g.label == "new"} for g in gateways],
+                          "dirty": dirty and g.label == "new", "hidden": list(g.hidden)} for g in gateways],
             "candidate_pairs": len({p for ps in sessions for p in ps}), "semantic_pairs": len(timed_pairs),
             "warm_paraphrase_hits": {label: dict(Counter(s.status for ss in c for s in ss))
                                      for label, c in checks.items()},
@@ -436,6 +476,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--baseline", metavar="REV", help="also benchmark the gateway of this git revision")
     p.add_argument("--workers", type=int, default=1, help="serve --workers N, where serve accepts it (default 1)")
     p.add_argument("--store", choices=("memory", "sqlite"), default="memory")
+    p.add_argument("--client", choices=("lean", "httpx"), default="lean",
+                   help="the timing client: lean (scripts/lean_client.py, default) or httpx (figures before stop 40)")
     p.add_argument("--learning", action="store_true",
                    help="keep learning from traffic on (the packaged default); see above why it is off")
     p.add_argument("--promotion-window", type=float, default=1.0, help="the gateway's, in seconds (default 1)")
