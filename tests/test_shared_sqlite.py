@@ -71,6 +71,50 @@ def test_hits_from_both_stores_all_count(pair):
     assert a.get(e.cache_id).hit_count == b.get(e.cache_id).hit_count == 200
 
 
+def test_hits_go_in_one_write_a_second_and_every_process_counts_them(pair, monkeypatch):
+    # A hit written alone was a write transaction per served answer on the shared file.
+    a, b, clock = pair
+    e = entry(unit(np.random.default_rng(3))[0])
+    a.put(e)
+    writes = []
+    real = a.add_hits
+    monkeypatch.setattr(a, "add_hits", lambda hits: (writes.append(dict(hits)), real(hits)))
+    life = Lifecycle(a, load_config().lifecycle, clock)
+    for _ in range(30):
+        life.record_hit(e.cache_id)
+        clock.advance(0.01)
+    assert writes == [] and b.get(e.cache_id).hit_count == 0     # counted, not written yet
+    clock.advance(1.0)
+    life.record_hit(e.cache_id)                                  # a second on: the batch goes
+    assert len(writes) == 1 and writes[0][e.cache_id][0] == 31
+    assert a.get(e.cache_id).hit_count == b.get(e.cache_id).hit_count == 31
+    assert b.get(e.cache_id).last_hit_at == clock()
+    life.record_hit(e.cache_id)
+    life.tick()                                                  # a tick writes what is counted
+    assert b.get(e.cache_id).hit_count == 32 and len(writes) == 2
+
+
+def test_a_batch_the_store_refused_is_written_with_the_next(pair, monkeypatch):
+    from smartcache.errors import StoreError
+
+    a, b, clock = pair
+    e = entry(unit(np.random.default_rng(4))[0])
+    a.put(e)
+    life = Lifecycle(a, load_config(lifecycle={"hit_flush_s": 0.0}).lifecycle, clock)
+    real = a.add_hits
+
+    def down(hits):
+        raise StoreError("the disk is full")
+
+    monkeypatch.setattr(a, "add_hits", down)
+    for _ in range(3):
+        with pytest.raises(StoreError):
+            life.record_hit(e.cache_id)
+    monkeypatch.setattr(a, "add_hits", real)
+    life.record_hit(e.cache_id)
+    assert b.get(e.cache_id).hit_count == 4
+
+
 def test_version_bumps_from_both_stores_all_count(pair):
     a, b, _ = pair
     assert [a.bump_generation("t"), b.bump_generation("t"), a.bump_generation("t")] == [1, 2, 3]

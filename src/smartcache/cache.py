@@ -689,12 +689,22 @@ class SmartCache:
         return count
 
     def get(self, cache_id: str) -> Entry | None:
+        self.flush_hits()
         return self.backend.get(cache_id)
 
     def entries(self, *, tenant: str | None = None, session: str | None = None,
                 states: list[EntryState] | None = None) -> list[Entry]:
         """Entries in any state, optionally of one tenant, session or set of states (admin)."""
+        self.flush_hits()
         return self.backend.find(tenant=tenant, session_id=session, states=states)
+
+    def flush_hits(self) -> None:
+        """Write this process's hit counts now (they go in batches, ``lifecycle.hit_flush_s``):
+        before a read that shows them, and at shutdown. A store that fails keeps them for later."""
+        try:
+            self.lifecycle.flush_hits()
+        except StoreError as exc:
+            log.warning("smartcache: hit counts not written yet: %s", exc)
 
     def session_entries(self, tenant: str, session: str) -> list[Entry]:
         """Every entry of one session, in any state (the gateway docks re-sent answers on them)."""

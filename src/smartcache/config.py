@@ -42,6 +42,7 @@ class LifecycleConfig:
     validation_penalty: float = _LIFE["validation_penalty"]
     positive_bonus: float = _LIFE["positive_bonus"]
     hit_weight_s: float = _LIFE["hit_weight_s"]
+    hit_flush_s: float = _LIFE["hit_flush_s"]
 
     def ttl_for(self, domain: str) -> float:
         return float(self.ttl_by_domain.get(domain, self.default_ttl_s))

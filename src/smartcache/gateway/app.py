@@ -149,6 +149,7 @@ def create_app(cache: SmartCache, engine, settings: GatewaySettings | None = Non
         yield
         ticker.cancel()
         await service.shadow.drain()
+        await asyncio.to_thread(cache.flush_hits)       # the last second's hit counts
         if close_engine:
             await engine.aclose()
 

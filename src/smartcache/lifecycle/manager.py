@@ -33,6 +33,8 @@ from smartcache.store import Entry, EntryState, Scope, Store, Usage
 FEEDBACK_KINDS = ("positive", "negative", "regenerate")
 _BATCH = 500            # ids asked of the store at a time by tick and purge
 _MAX_HINTS = 100_000    # due times remembered for maybe_tick
+_MAX_HIT_BATCH = 512    # entries whose hits are written at once, whatever the time
+_MAX_HITS_KEPT = 8 * _MAX_HIT_BATCH     # while the store refuses them; past it, counts are dropped
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,12 @@ class Lifecycle:
         self._due_hints: list[float] = []
         self.evicted = 0
         self.expired = 0
+        # Hits counted here and written in one batch (``flush_hits``): on a shared file a hit
+        # written alone was a write transaction per served answer, and every other worker
+        # re-read the change log after each one. A count is a ranking signal, not an answer.
+        self._hits: dict[str, tuple[int, float]] = {}
+        self._hits_lock = threading.Lock()
+        self._hits_flushed = clock()
         # Who runs the ticks: this process alone (ALWAYS), or the holder of a lease in a shared store.
         self.lease: Lease = ALWAYS
 
@@ -81,6 +89,7 @@ class Lifecycle:
             own_due = bool(self._due_hints and self._due_hints[0] <= now)
             while self._due_hints and self._due_hints[0] <= now:
                 heapq.heappop(self._due_hints)
+        self.flush_hits()       # each tick writes the hits counted since the last
         held = self.lease.acquire()
         if not held and not own_due:
             return 0
@@ -179,7 +188,34 @@ class Lifecycle:
         return EntryState.SUSPECT if score < self.config.suspect_below else EntryState.READY
 
     def record_hit(self, cache_id: str) -> None:
-        self.store.add_hit(cache_id, self.clock())
+        """Count a served hit: written with the others of the last ``hit_flush_s`` seconds
+        (at once when that is 0), at the next tick, or when the counts are read."""
+        now = self.clock()
+        with self._hits_lock:
+            count, _ = self._hits.get(cache_id, (0, now))
+            self._hits[cache_id] = (count + 1, now)
+            due = now - self._hits_flushed >= self.config.hit_flush_s or len(self._hits) >= _MAX_HIT_BATCH
+        if due:
+            self.flush_hits()
+
+    def flush_hits(self) -> None:
+        """Write the hits counted since the last flush, in one batch. A batch the store refused
+        is kept for the next try (StoreError propagates), merged with the hits counted since."""
+        with self._hits_lock:
+            batch, self._hits = self._hits, {}
+            self._hits_flushed = self.clock()
+        if not batch:
+            return
+        try:
+            self.store.add_hits(batch)
+        except BaseException:
+            with self._hits_lock:
+                if len(self._hits) + len(batch) > _MAX_HITS_KEPT:
+                    raise       # a store down for long: its counts go, never the answers
+                for cache_id, (count, at) in batch.items():
+                    later, last = self._hits.get(cache_id, (0, at))
+                    self._hits[cache_id] = (count + later, max(at, last))
+            raise
 
     def invalidate(self, *, tenant: str, session_id: str | None = None, version_key: str | None = None,
                    cache_id: str | None = None, before: float | None = None) -> int:
@@ -231,6 +267,7 @@ class Lifecycle:
         capacity = self.config.capacity
         if len(self.store) <= capacity:
             return
+        self.flush_hits()       # eviction ranks by hit counts: this process's, written
         self.purge()
         excess = len(self.store) - capacity
         if excess <= 0:

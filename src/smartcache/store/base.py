@@ -288,6 +288,13 @@ class Store(abc.ABC):
         if entry is not None:
             self.update(cache_id, hit_count=entry.hit_count + 1, last_hit_at=at)
 
+    def add_hits(self, hits: Mapping[str, tuple[int, float]]) -> None:
+        """Count a batch of hits: for each id, how many and when the last was. Atomic per entry
+        as ``add_hit``; a store that can writes the batch at once."""
+        for cache_id, (count, at) in hits.items():
+            for _ in range(count):
+                self.add_hit(cache_id, at)
+
     # Lifecycle queries: answered from the store's own state, so any replica, or a process
     # restarted on the same file, sees the same work to do. The defaults read every entry;
     # each backend answers from an index instead.

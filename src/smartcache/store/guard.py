@@ -24,7 +24,7 @@ import sqlite3
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, TypeVar
+from typing import Any, Callable, Iterable, Iterator, Mapping, TypeVar
 
 import numpy as np
 
@@ -126,6 +126,9 @@ class GuardedStore(Store):
 
     def add_hit(self, cache_id: str, at: float) -> None:
         self._call("add_hit", self.inner.add_hit, cache_id, at)
+
+    def add_hits(self, hits: Mapping[str, tuple[int, float]]) -> None:
+        self._call("add_hits", self.inner.add_hits, hits)
 
     def delete(self, cache_id: str) -> bool:
         return self._call("delete", self.inner.delete, cache_id)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import heapq
 import threading
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -155,12 +155,17 @@ class MemoryStore(Store):
             return new
 
     def add_hit(self, cache_id: str, at: float) -> None:
+        self.add_hits({cache_id: (1, at)})
+
+    def add_hits(self, hits: Mapping[str, tuple[int, float]]) -> None:
         # The read and the write under one lock hold: concurrent hits all count, and a hit
         # racing a delete finds nothing to bring back. Hits change no partition row.
         with self._lock:
-            old = self._entries.get(cache_id)
-            if old is not None:
-                self._entries[cache_id] = old.with_changes(hit_count=old.hit_count + 1, last_hit_at=at)
+            for cache_id, (count, at) in hits.items():
+                old = self._entries.get(cache_id)
+                if old is not None:
+                    self._entries[cache_id] = old.with_changes(hit_count=old.hit_count + count,
+                                                               last_hit_at=max(at, old.last_hit_at))
 
     def transition(self, cache_id: str, expected: EntryState, **changes: object) -> Entry | None:
         with self._lock:

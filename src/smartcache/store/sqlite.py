@@ -38,7 +38,7 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
@@ -353,17 +353,25 @@ class SqliteStore(Store):
             return self._index.delete(cache_id) or bool(gone)
 
     def add_hit(self, cache_id: str, at: float) -> None:
+        self.add_hits({cache_id: (1, at)})
+
+    def add_hits(self, hits: Mapping[str, tuple[int, float]]) -> None:
         # Under the file's write lock, after the other processes' writes, so the count read from
         # the index and written to the row is never stale; only the JSON's two counters change.
+        # One transaction for the batch; the log holds a line per hit, which the others count.
         with self._lock:
+            counted: list[tuple[str, int, float]] = []
             with self._transaction() as changed:
-                entry = self._index.get(cache_id)
-                if entry is None:
-                    return              # deleted meanwhile: nothing to count, nothing recreated
-                self._db.execute("UPDATE entries SET fields = json_set(fields, '$.hit_count', ?, '$.last_hit_at', ?) "
-                                 "WHERE cache_id = ?", (entry.hit_count + 1, at, cache_id))
-                changed.append((cache_id, at))      # the others count it; no row to read back
-            self._index.add_hit(cache_id, at)
+                for cache_id, (count, at) in hits.items():
+                    entry = self._index.get(cache_id)
+                    if entry is None:
+                        continue        # deleted meanwhile: nothing to count, nothing recreated
+                    last = max(at, entry.last_hit_at)
+                    self._db.execute("UPDATE entries SET fields = json_set(fields, '$.hit_count', ?, "
+                                     "'$.last_hit_at', ?) WHERE cache_id = ?", (entry.hit_count + count, last, cache_id))
+                    changed.extend([(cache_id, last)] * count)
+                    counted.append((cache_id, count, last))
+            self._index.add_hits({cache_id: (count, last) for cache_id, count, last in counted})
 
     # -- following the other processes' writes ------------------------------------------
 
