@@ -131,6 +131,18 @@ def test_markers_are_shared_and_taken_once(pair):
     assert b.get_marker("answered:k") is None and b.take_marker("answered:k") is None
 
 
+def test_markers_are_a_file_of_their_own_and_never_move_the_stores(pair, tmp_path):
+    # A served hit leaves two markers: written in the store's file, each sent every other
+    # process to the change log before its next lookup.
+    a, b, _ = pair
+    version = lambda: b._poll.execute("PRAGMA data_version").fetchone()[0]     # noqa: E731
+    before = version()
+    a.set_markers({"answered:k": "1", "last-hit:s": "2"}, 60)
+    assert version() == before
+    assert b.get_marker("answered:k") == "1" and b.get_marker("last-hit:s") == "2"
+    assert (tmp_path / "c.db.markers").is_file()
+
+
 @pytest.mark.parametrize("make", [lambda tmp: MemoryStore(DIM), None], ids=["memory", "sqlite"])
 def test_a_claimed_marker_has_one_holder_until_it_expires(pair, make, tmp_path):
     a, b, clock = pair

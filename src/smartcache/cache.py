@@ -766,6 +766,10 @@ class SmartCache:
         """A small value that expires after ``ttl_s``, shared by every replica of the store."""
         self.backend.set_marker(name, value, ttl_s)
 
+    def set_markers(self, values: Mapping[str, str], ttl_s: float) -> None:
+        """Several markers with one lifetime, written at once."""
+        self.backend.set_markers(values, ttl_s)
+
     def get_marker(self, name: str) -> str | None:
         return self.backend.get_marker(name)
 

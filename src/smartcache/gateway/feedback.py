@@ -65,16 +65,16 @@ class Feedback:
 
     def hit_served(self, key: str, controls: RequestControls, record: Answered) -> None:
         """Remember a served hit: for a repeat of its request, and for a correction in its session."""
-        self._remember(f"answered:{key}", record)
-        if controls.session:
-            self._remember(_last_hit_marker(controls), record)
+        names = [f"answered:{key}"] + ([_last_hit_marker(controls)] if controls.session else [])
+        self._remember(names, record)
 
     def is_repeat(self, key: str) -> bool:
         return self._recall(f"answered:{key}") is not None
 
-    def _remember(self, name: str, record: Answered) -> None:
+    def _remember(self, names: str | list[str], record: Answered) -> None:
+        value = json.dumps([record.at, record.entry_id, record.was_hit])
         try:
-            self.cache.set_marker(name, json.dumps([record.at, record.entry_id, record.was_hit]), self.window_s)
+            self.cache.set_markers(dict.fromkeys([names] if isinstance(names, str) else names, value), self.window_s)
         except SmartCacheError as exc:      # feedback is lost, the answer is not
             log.warning("smartcache: cannot record an answer for regenerate detection: %s", exc)
 

@@ -236,13 +236,19 @@ class Store(abc.ABC):
     clock: Callable[[], float] = staticmethod(time.time)
 
     def set_marker(self, name: str, value: str, ttl_s: float) -> None:
+        self.set_markers({name: value}, ttl_s)
+
+    def set_markers(self, values: Mapping[str, str], ttl_s: float) -> None:
+        """Several markers with one lifetime, in one write where the store can (a served hit
+        leaves two)."""
         with self._markers_lock():
             markers = self.__dict__.setdefault("_markers", {})
             now = self.clock()
             if len(markers) >= 10_000:      # bounded: expired markers go first
                 for key in [k for k, (_, until) in markers.items() if until <= now]:
                     del markers[key]
-            markers[name] = (value, now + ttl_s)
+            for name, value in values.items():
+                markers[name] = (value, now + ttl_s)
 
     def get_marker(self, name: str) -> str | None:
         with self._markers_lock():

@@ -179,6 +179,9 @@ class GuardedStore(Store):
     def set_marker(self, name: str, value: str, ttl_s: float) -> None:
         self._call("set_marker", self.inner.set_marker, name, value, ttl_s)
 
+    def set_markers(self, values: Mapping[str, str], ttl_s: float) -> None:
+        self._call("set_markers", self.inner.set_markers, values, ttl_s)
+
     def get_marker(self, name: str) -> str | None:
         return self._call("get_marker", self.inner.get_marker, name)
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
@@ -425,6 +425,15 @@ class RedisStore(Store):
     def set_marker(self, name: str, value: str, ttl_s: float) -> None:
         try:
             self.r.set(f"{self.prefix}m:{name}", value, px=max(1, int(ttl_s * 1000)))
+        except self._redis_errors as exc:
+            raise StoreError(f"Redis write failed: {exc}") from exc
+
+    def set_markers(self, values: Mapping[str, str], ttl_s: float) -> None:
+        try:
+            pipe = self.r.pipeline(transaction=False)       # one round trip
+            for name, value in values.items():
+                pipe.set(f"{self.prefix}m:{name}", value, px=max(1, int(ttl_s * 1000)))
+            pipe.execute()
         except self._redis_errors as exc:
             raise StoreError(f"Redis write failed: {exc}") from exc
 

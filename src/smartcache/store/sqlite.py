@@ -20,7 +20,8 @@ entry's id to a change log (``changes``); before a read, a process whose
 rows into its index, and a write does the same under the lock first, so a
 compare-and-set (promotion) or a hit count is exact across processes. The log keeps
 ``CHANGES_KEPT_S`` of writes; a process that fell further behind reloads everything.
-Markers (regenerate detection, the lifecycle lease) are a table of the file too.
+Markers (regenerate detection, the lifecycle lease) are a file beside it (``<db>.markers``),
+so that their writes, one a served hit, never send the other processes to the change log.
 Replicas on several machines share a Redis store, not a SQLite file.
 
 The HNSW graph of each pool above ``ann_above`` is saved beside the file
@@ -77,13 +78,12 @@ _INDEXES = """
 CREATE INDEX IF NOT EXISTS entries_due ON entries (state, created_at);
 CREATE INDEX IF NOT EXISTS entries_expiry ON entries (expires_at);
 """
-# Sharing a file between processes: the change log every process's index follows, and the
-# markers every process must see (what a session was just answered, the lifecycle lease).
+# Sharing a file between processes: the change log every process's index follows (the markers
+# every process must see are a file of their own, ``_Markers``).
 _SHARED = """
 CREATE TABLE IF NOT EXISTS changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, cache_id TEXT NOT NULL, at REAL NOT NULL,
                                     hit REAL);
 CREATE INDEX IF NOT EXISTS changes_at ON changes (at);
-CREATE TABLE IF NOT EXISTS markers (name TEXT PRIMARY KEY, value TEXT NOT NULL, expires_at REAL NOT NULL);
 """
 
 
@@ -123,10 +123,10 @@ class SqliteStore(Store):
             # question never waits on a lazy read or a write.
             self._poll = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
             self._poll_lock = threading.Lock()
+            self._markers = _Markers(self.path.with_name(self.path.name + ".markers"))
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"cannot open the SQLite store at {self.path}: {exc}") from exc
         self._data_version: int | None = None
-        self._marker_writes = 0
         self._index_options = index_options
         self._index = MemoryStore(dim, **index_options)
         self._load()
@@ -439,49 +439,22 @@ class SqliteStore(Store):
             if cache_id not in present:
                 self._index.delete(cache_id)
 
-    # -- markers: a table of the file, so every process sharing it sees them ---------------
+    # -- markers: a file beside the store's, so every process sharing it sees them ----------
 
     def set_marker(self, name: str, value: str, ttl_s: float) -> None:
-        now = self.clock()
-        with self._lock:
-            try:
-                self._db.execute("INSERT OR REPLACE INTO markers (name, value, expires_at) VALUES (?, ?, ?)",
-                                 (name, value, now + ttl_s))
-                self._marker_writes += 1
-                if self._marker_writes % 256 == 0:      # bounded: expired markers go now and then
-                    self._db.execute("DELETE FROM markers WHERE expires_at <= ?", (now,))
-            except sqlite3.Error as exc:
-                raise StoreError(f"SQLite write failed: {exc}") from exc
+        self.set_markers({name: value}, ttl_s)
+
+    def set_markers(self, values: Mapping[str, str], ttl_s: float) -> None:
+        self._markers.set_many(values, self.clock(), ttl_s)
 
     def get_marker(self, name: str) -> str | None:
-        try:
-            with self._read_lock:
-                row = self._reader.execute("SELECT value FROM markers WHERE name = ? AND expires_at > ?",
-                                           (name, self.clock())).fetchone()
-        except sqlite3.Error as exc:
-            raise StoreError(f"SQLite read failed: {exc}") from exc
-        return None if row is None else str(row[0])
+        return self._markers.get(name, self.clock())
 
     def take_marker(self, name: str) -> str | None:
-        with self._lock:
-            try:
-                row = self._db.execute("DELETE FROM markers WHERE name = ? RETURNING value, expires_at",
-                                       (name,)).fetchone()
-            except sqlite3.Error as exc:
-                raise StoreError(f"SQLite write failed: {exc}") from exc
-        return None if row is None or row[1] <= self.clock() else str(row[0])
+        return self._markers.take(name, self.clock())
 
     def claim_marker(self, name: str, value: str, ttl_s: float) -> bool:
-        now = self.clock()
-        with self._lock:
-            try:
-                claimed = self._db.execute(
-                    "INSERT INTO markers (name, value, expires_at) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE "
-                    "SET value = excluded.value, expires_at = excluded.expires_at "
-                    "WHERE markers.value = excluded.value OR markers.expires_at <= ?",
-                    (name, value, now + ttl_s, now)).rowcount == 1
-            except sqlite3.Error as exc:
-                raise StoreError(f"SQLite write failed: {exc}") from exc
+        claimed = self._markers.claim(name, value, self.clock(), ttl_s)
         # Claimed every tick by every process: the index follows the others' writes here too, so
         # an idle process is never far behind when a request comes.
         self._sync()
@@ -600,3 +573,76 @@ class SqliteStore(Store):
                 self._reader.close()
             with self._poll_lock:
                 self._poll.close()
+            self._markers.close()
+
+
+class _Markers:
+    """Markers (a session's last answer, the lifecycle lease) in a SQLite file of their own,
+    ``<db>.markers``: a served hit writes one, and in the store's file every such write moved
+    ``data_version``, so every other process re-read the change log before its next lookup, and
+    took the index's lock to do it. Short-lived by nature: losing the file loses a few seconds of
+    regenerate detection and a lease, never an entry."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._writes = 0
+        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        # Nothing here must survive a power cut (a marker lives seconds): no fsync, ever.
+        self._db.execute("PRAGMA synchronous=OFF")
+        self._db.execute("PRAGMA busy_timeout=5000")
+        self._db.execute("CREATE TABLE IF NOT EXISTS markers (name TEXT PRIMARY KEY, value TEXT NOT NULL, "
+                         "expires_at REAL NOT NULL)")
+
+    def set_many(self, values: Mapping[str, str], now: float, ttl_s: float) -> None:
+        rows = [(name, value, now + ttl_s) for name, value in values.items()]
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")     # one commit for all: a served hit leaves two
+                try:
+                    self._db.executemany("INSERT OR REPLACE INTO markers (name, value, expires_at) VALUES (?, ?, ?)",
+                                         rows)
+                    self._writes += len(rows)
+                    if self._writes % 256 < len(rows):      # bounded: expired markers go now and then
+                        self._db.execute("DELETE FROM markers WHERE expires_at <= ?", (now,))
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    with contextlib.suppress(sqlite3.Error):
+                        self._db.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as exc:
+                raise StoreError(f"SQLite write failed: {exc}") from exc
+
+    def get(self, name: str, now: float) -> str | None:
+        try:
+            with self._lock:
+                row = self._db.execute("SELECT value FROM markers WHERE name = ? AND expires_at > ?",
+                                       (name, now)).fetchone()
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite read failed: {exc}") from exc
+        return None if row is None else str(row[0])
+
+    def take(self, name: str, now: float) -> str | None:
+        try:
+            with self._lock:
+                row = self._db.execute("DELETE FROM markers WHERE name = ? RETURNING value, expires_at",
+                                       (name,)).fetchone()
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite write failed: {exc}") from exc
+        return None if row is None or row[1] <= now else str(row[0])
+
+    def claim(self, name: str, value: str, now: float, ttl_s: float) -> bool:
+        try:
+            with self._lock:
+                return self._db.execute(
+                    "INSERT INTO markers (name, value, expires_at) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE "
+                    "SET value = excluded.value, expires_at = excluded.expires_at "
+                    "WHERE markers.value = excluded.value OR markers.expires_at <= ?",
+                    (name, value, now + ttl_s, now)).rowcount == 1
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite write failed: {exc}") from exc
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
