@@ -121,6 +121,16 @@ def test_version_bumps_from_both_stores_all_count(pair):
     assert b.generation("t") == 3
 
 
+def test_a_remembered_generation_follows_a_bump_from_any_store(pair):
+    # Generations are remembered between writes to the file (read twice a request).
+    a, b, _ = pair
+    assert a.generation("u") == b.generation("u") == 0
+    b.bump_generation("u")
+    assert a.generation("u") == b.generation("u") == 1
+    a.bump_generation("u")
+    assert a.generation("u") == b.generation("u") == 2
+
+
 def test_markers_are_shared_and_taken_once(pair):
     a, b, clock = pair
     a.set_marker("answered:k", "v", 2.0)

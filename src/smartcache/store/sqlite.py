@@ -127,6 +127,7 @@ class SqliteStore(Store):
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"cannot open the SQLite store at {self.path}: {exc}") from exc
         self._data_version: int | None = None
+        self._generations: tuple[int | None, dict[str, int]] = (None, {})
         self._index_options = index_options
         self._index = MemoryStore(dim, **index_options)
         self._load()
@@ -375,14 +376,19 @@ class SqliteStore(Store):
 
     # -- following the other processes' writes ------------------------------------------
 
+    def _file_version(self) -> int:
+        """``PRAGMA data_version`` on the poll connection: it moves whenever any other connection,
+        this process's writer included, committed to the file."""
+        try:
+            with self._poll_lock:
+                return self._poll.execute("PRAGMA data_version").fetchone()[0]
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite read failed: {exc}") from exc
+
     def _sync(self) -> None:
         """Bring the index up to the file before a read. ``PRAGMA data_version`` moves when another
         connection committed: without that, this is one cheap read of a counter."""
-        try:
-            with self._poll_lock:
-                version = self._poll.execute("PRAGMA data_version").fetchone()[0]
-        except sqlite3.Error as exc:
-            raise StoreError(f"SQLite read failed: {exc}") from exc
+        version = self._file_version()
         if version == self._data_version:
             return
         with self._lock:
@@ -515,9 +521,20 @@ class SqliteStore(Store):
         return iter(self._index)
 
     def generation(self, name: str) -> int:
+        # Asked twice a request (``SmartCache.versions``) and bumped by an admin now and then:
+        # remembered while no connection has written the file since (``data_version``, read first).
+        version = self._file_version()
+        known = self._generations
+        if known[0] == version and name in known[1]:
+            return known[1][name]
         with self._lock:
             row = self._db.execute("SELECT value FROM meta WHERE key = ?", (f"gen:{name}",)).fetchone()
-        return int(row[0]) if row else 0
+        value = int(row[0]) if row else 0
+        if known[0] != version:
+            known = self._generations = (version, {})
+        if len(known[1]) < 4096:
+            known[1][name] = value
+        return value
 
     def bump_generation(self, name: str) -> int:
         with self._lock:
