@@ -385,3 +385,24 @@ def test_the_chat_lane_refuses_a_body_over_the_limit_and_answers_other_paths_thr
         assert client.get("/v1/models").status_code == 200
         schema = client.get("/openapi.json").json()
         assert "/v1/chat/completions" in schema["paths"]
+
+
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+def test_only_a_store_in_memory_is_looked_up_on_the_event_loop(backend, encoder, tmp_path):
+    # On SQLite (or Redis) a store call may wait on another process: on the event loop it would
+    # stall every request. In memory there is nothing to wait for, and the thread hop cost more.
+    import threading
+
+    from fastapi.testclient import TestClient
+
+    from smartcache.gateway import GatewaySettings
+
+    store = {"backend": backend} | ({"path": str(tmp_path / "c.db")} if backend == "sqlite" else {})
+    cache = SmartCache(load_config(store=store, lifecycle={"promotion_window_s": 0.0}), encoder=encoder)
+    seen = []
+    real = cache.lookup
+    cache.lookup = lambda *a, **k: (seen.append(threading.current_thread()), real(*a, **k))[1]
+    with TestClient(create_app(cache, FakeEngine(model_id=MODEL), GatewaySettings())) as client:
+        loop_thread = client.portal.call(lambda: threading.current_thread())
+        assert chat(client, [U("What is a cache?")]).status_code == 200
+    assert seen and (seen[0] is loop_thread) == (backend == "memory")

@@ -99,9 +99,14 @@ class ChatService:
                           [req.output_shape(), sorted(req.stop_list()), req.max_completion_tokens or req.max_tokens])
         turn = Turn(req, controls, {}, key, time.perf_counter())
         # One worker thread does the request's store work up to its answer: on Redis each call
-        # is a network round trip that would stall every other request on the event loop, and
-        # each hop to a thread costs about as much as a word-for-word hit itself.
-        served = await asyncio.to_thread(self._look_up, turn)
+        # is a network round trip, on SQLite a write may wait on another process's lock, and
+        # either would stall every other request on the event loop. A store in this process's
+        # memory has nothing to wait for: there the hop to a thread and back, with the GIL
+        # passing between them, cost more than a word-for-word hit (docs/results.md, issue 29).
+        if self.cache.backend.in_memory:
+            served = self._look_up(turn)
+        else:
+            served = await asyncio.to_thread(self._look_up, turn)
         if served is not None:
             return self._serve_hit(turn, served)
         return await self._forward(turn)

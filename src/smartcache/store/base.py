@@ -188,6 +188,10 @@ class Usage(NamedTuple):
 class Store(abc.ABC):
     """The storage contract. Implementations are thread-safe; every method is atomic."""
 
+    # Whether every call touches only this process's memory: no file, no network, no other
+    # process to wait for (the gateway then looks up on its event loop, ``ChatService.handle``).
+    in_memory: bool = False
+
     @abc.abstractmethod
     def put(self, entry: Entry) -> None:
         """Insert or replace the entry with this cache_id."""

@@ -68,6 +68,10 @@ class GuardedStore(Store):
         self._last_error: str | None = None
         self._failures = 0
 
+    @property
+    def in_memory(self) -> bool:       # type: ignore[override]
+        return self.inner.in_memory
+
     def __getattr__(self, name: str) -> Any:
         # Backend extras (close, integrity, path, corrupt, …) stay reachable.
         return getattr(self.__dict__["inner"], name)

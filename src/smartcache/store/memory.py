@@ -51,6 +51,8 @@ def _stored(entry: Entry) -> Entry:
 class MemoryStore(Store):
     """Thread-safe in-process store: exact cosine search, HNSW for partitions above ``ann_above``."""
 
+    in_memory = True
+
     def __init__(self, dim: int, *, ann_above: int = section("store")["ann_above"]) -> None:
         self.dim = dim
         self.ann_above = ann_above
