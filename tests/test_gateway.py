@@ -399,10 +399,42 @@ def test_only_a_store_in_memory_is_looked_up_on_the_event_loop(backend, encoder,
 
     store = {"backend": backend} | ({"path": str(tmp_path / "c.db")} if backend == "sqlite" else {})
     cache = SmartCache(load_config(store=store, lifecycle={"promotion_window_s": 0.0}), encoder=encoder)
-    seen = []
-    real = cache.lookup
-    cache.lookup = lambda *a, **k: (seen.append(threading.current_thread()), real(*a, **k))[1]
-    with TestClient(create_app(cache, FakeEngine(model_id=MODEL), GatewaySettings())) as client:
+    seen = {"exact": [], "whole": []}
+    for name, method in (("exact", "lookup_exact"), ("whole", "lookup")):
+        real = getattr(cache, method)
+        setattr(cache, method, lambda *a, real=real, name=name, **k: (seen[name].append(threading.current_thread()),
+                                                                      real(*a, **k))[1])
+    with TestClient(create_app(cache, FakeEngine(model_id=MODEL), GatewaySettings(regenerate_window_s=0))) as client:
         loop_thread = client.portal.call(lambda: threading.current_thread())
-        assert chat(client, [U("What is a cache?")]).status_code == 200
-    assert seen and (seen[0] is loop_thread) == (backend == "memory")
+        assert chat(client, [U("What is a cache?")]).headers["x-smartcache-status"] == "miss"
+        for _ in range(2):      # the first promotes the answer (a tick: the whole lookup), the second not
+            assert chat(client, [U("What is a cache?")]).headers["x-smartcache-status"] == "hit"
+        assert chat(client, [U("What is a cache made of?")]).status_code == 200
+    # In memory the exact path runs on the loop, and the second repeat ends there; the encoder never does.
+    assert all(t is not loop_thread for t in seen["whole"])
+    assert len(seen["whole"]) == (3 if backend == "memory" else 4)
+    assert seen["exact"] == ([loop_thread] * 4 if backend == "memory" else [])
+
+
+def test_a_store_in_memory_held_by_another_thread_is_not_free_now():
+    # A put builds a pool's graph under the store's lock (seconds): the event loop must not wait.
+    import threading
+
+    from smartcache.store import MemoryStore
+
+    store = MemoryStore(4)
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        with store._lock:
+            held.set()
+            release.wait(5)
+
+    assert store.free_now()
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(5)
+    assert not store.free_now()
+    release.set()
+    holder.join()
+    assert store.free_now()

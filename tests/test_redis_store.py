@@ -87,6 +87,14 @@ def test_hits_counted_atomically_from_many_threads(store):
     assert store.get(e.cache_id).hit_count == 200
 
 
+def test_a_batch_of_hits_is_one_write_and_skips_deleted_entries(store):
+    kept, gone = entry(unit(np.random.default_rng(7))[0]), entry(unit(np.random.default_rng(8))[0])
+    store.put(kept)
+    store.add_hits({kept.cache_id: (5, 9.0), gone.cache_id: (3, 9.0)})
+    assert store.get(kept.cache_id).hit_count == 5 and store.get(kept.cache_id).last_hit_at == 9.0
+    assert store.get(gone.cache_id) is None      # never brought back by its hits
+
+
 def test_a_plain_redis_is_refused_with_the_reason():
     from smartcache.store.redis import RedisStore
 

@@ -141,6 +141,20 @@ def test_markers_are_shared_and_taken_once(pair):
     assert b.get_marker("answered:k") is None and b.take_marker("answered:k") is None
 
 
+def test_an_unreadable_markers_file_is_started_afresh(tmp_path):
+    # Never synced: a power cut may leave it garbage. It holds seconds of markers, no entry.
+    first = SqliteStore(tmp_path / "c.db", DIM)
+    kept = entry(unit(np.random.default_rng(5))[0])
+    first.put(kept)
+    first.close()
+    (tmp_path / "c.db.markers").write_bytes(b"not a database " * 100)
+    again = SqliteStore(tmp_path / "c.db", DIM)
+    assert again.get(kept.cache_id) is not None
+    again.set_marker("answered:k", "1", 60)
+    assert again.get_marker("answered:k") == "1"
+    again.close()
+
+
 def test_markers_are_a_file_of_their_own_and_never_move_the_stores(pair, tmp_path):
     # A served hit leaves two markers: written in the store's file, each sent every other
     # process to the change log before its next lookup.

@@ -30,6 +30,7 @@ import random
 import threading
 import time
 import uuid
+import weakref
 from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
@@ -59,6 +60,13 @@ from smartcache.store.guard import GuardedStore, StoreHealth
 
 log = logging.getLogger("smartcache")
 _ENDS_SESSION = frozenset({ChangeFlag.RESET, ChangeFlag.CORRECTION})
+
+
+def _flush_hits_quietly(lifecycle: Lifecycle) -> None:
+    try:
+        lifecycle.flush_hits()
+    except Exception as exc:     # noqa: BLE001 - at exit, a closed store or a dead server
+        log.warning("smartcache: the last hit counts were not written: %s", exc)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -171,6 +179,8 @@ class SmartCache:
         self.backend = GuardedStore(store)
         self.clock = clock
         self.lifecycle = Lifecycle(self.backend, self.config.lifecycle, clock)
+        # The hits of the last second are written when the cache goes, or the process ends.
+        weakref.finalize(self, _flush_hits_quietly, self.lifecycle)
         self.fingerprinter = Fingerprinter(self.encoder, topic_threshold=self.config.topic_threshold)
         verifier = cross = None
         if self.config.use_verifier and self.config.use_cross_encoder:
@@ -237,18 +247,32 @@ class SmartCache:
             request = messages
         else:
             request = self.prepare(messages, session=session, tenant=tenant, versions=versions)
-        return Lookup.of(self._counted(self._decide(request)), request)
+        decision = self._decide(request)
+        assert decision is not None
+        return Lookup.of(self._counted(decision), request)
 
-    def _decide(self, request: CacheRequest) -> Decision:
+    def lookup_exact(self, request: CacheRequest) -> Lookup | None:
+        """The exact path alone: a hit on the request word for word, or None, and then ``lookup``
+        of the same request decides (and counts it). No model runs and no tick; for a caller
+        that must not wait long here (the gateway's event loop, on a store in memory)."""
+        if request.made_by != self._identity:
+            raise InvalidRequest("this request was read by another SmartCache; look it up there")
+        decision = self._decide(request, exact_only=True)
+        return None if decision is None else Lookup.of(self._counted(decision), request)
+
+    def _decide(self, request: CacheRequest, *, exact_only: bool = False) -> Decision | None:
         tenant, session = request.tenant, request.session
         try:
-            self.lifecycle.maybe_tick()     # throttled: not a store round trip per lookup
+            if not exact_only:
+                self.lifecycle.maybe_tick()     # throttled: not a store round trip per lookup
         except StoreError as exc:           # promotion waits for the next tick; the lookup goes on
             log.error("smartcache store failed while promoting pending entries: %s", exc)
             self._count("store_errors")
         try:
             decision = self._exact(request)
             if decision is None:
+                if exact_only:
+                    return None
                 decision = self._semantic(request)
         except StoreError as exc:
             log.error("smartcache store failed during lookup, serving from the engine: %s", exc)

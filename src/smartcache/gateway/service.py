@@ -59,6 +59,7 @@ __all__ = ["ChatService", "DecisionRecord", "GatewaySettings", "Outcome", "ToolC
 log = logging.getLogger("smartcache.gateway")
 
 STATUS_OF_ZONE = {Zone.HIT: "hit", Zone.HALF_HIT: "half-hit", Zone.MISS: "miss"}
+_UNDECIDED = object()       # the exact path alone found nothing: the whole lookup decides
 
 
 def _ended_early() -> EngineError:
@@ -103,30 +104,45 @@ class ChatService:
         # either would stall every other request on the event loop. A store in this process's
         # memory has nothing to wait for: there the hop to a thread and back, with the GIL
         # passing between them, cost more than a word-for-word hit (docs/results.md, issue 29).
-        if self.cache.backend.in_memory:
-            served = self._look_up(turn)
-        else:
+        # So the exact path alone runs there (a dict read; no model, no tick), and only when
+        # nobody holds the store (a pool's graph is built under its lock, for seconds); the rest,
+        # the encoder and the rules, still runs on a thread.
+        served: _Served | None | object = _UNDECIDED
+        if self.cache.backend.in_memory and self.cache.backend.free_now():
+            served = self._look_up(turn, exact_only=True)
+        if served is _UNDECIDED:
             served = await asyncio.to_thread(self._look_up, turn)
+        assert served is not _UNDECIDED
         if served is not None:
             return self._serve_hit(turn, served)
         return await self._forward(turn)
 
-    def _look_up(self, turn: Turn) -> _Served | None:
-        """Everything before the answer, on a worker thread: the versions, docking, the regenerate
-        check, the lookup and, for a hit, its token counts and markers (None: forward)."""
+    def _look_up(self, turn: Turn, *, exact_only: bool = False) -> _Served | None | object:
+        """Everything before the answer: the versions, docking, the regenerate check, the lookup
+        and, for a hit, its token counts and markers (None: forward). ``exact_only``: the exact
+        path alone, ``_UNDECIDED`` when it found nothing (then call again without it: what was
+        read before the lookup is kept in ``turn`` and not done twice)."""
         controls = turn.controls
-        bypass, regenerate = self._prepare(turn)
-        if bypass:
-            turn.status = "bypass"
-            turn.reasons.append(bypass)
-            turn.cacheable = bypass is Bypass.NO_CACHE and not controls.no_store
-            return None
-        if regenerate:
-            turn.cacheable = not controls.no_store
-            return None
+        if turn.request is None:
+            bypass, regenerate = self._prepare(turn)
+            if bypass:
+                turn.status = "bypass"
+                turn.reasons.append(bypass)
+                turn.cacheable = bypass is Bypass.NO_CACHE and not controls.no_store
+                return None
+            if regenerate:
+                turn.cacheable = not controls.no_store
+                return None
+            turn.request = self.cache.prepare(turn.messages, session=controls.session, tenant=controls.tenant,
+                                              versions=turn.versions)
         began = time.perf_counter()
-        decision = self.cache.lookup(turn.messages, session=controls.session, tenant=controls.tenant,
-                                     versions=turn.versions)
+        if exact_only:
+            found = self.cache.lookup_exact(turn.request)
+            if found is None or found.entry is None or self._fitted(turn, found.entry) is None:
+                return _UNDECIDED       # an answer cut short: the whole lookup may find a longer one
+            decision = found
+        else:
+            decision = self.cache.lookup(turn.request)
         turn.lookup_s = time.perf_counter() - began
         self.telemetry.lookup_done(decision.zone, turn.lookup_s)
         turn.decision = decision

@@ -17,7 +17,7 @@ from smartcache.engine import EngineRequest, GenerationParams
 from smartcache.gateway.controls import RequestControls
 from smartcache.gateway.schema import ChatCompletionRequest
 from smartcache.gateway.telemetry import DecisionRecord
-from smartcache.lookup import Lookup
+from smartcache.lookup import CacheRequest, Lookup
 
 
 class Bypass(enum.StrEnum):
@@ -56,6 +56,7 @@ class Turn:
     docked: int = 0
     lookup_s: float | None = None
     messages: list[dict[str, Any]] = field(default_factory=list)    # as looked up, sent and stored
+    request: CacheRequest | None = None     # read by the cache once; looked up once or twice
 
     @property
     def entry_id(self) -> str | None:

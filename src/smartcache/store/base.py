@@ -192,6 +192,11 @@ class Store(abc.ABC):
     # process to wait for (the gateway then looks up on its event loop, ``ChatService.handle``).
     in_memory: bool = False
 
+    def free_now(self) -> bool:
+        """Whether a call now would find the store free (no other thread in a long write); a
+        probe, not a reservation. Stores with nothing to hold answer True."""
+        return True
+
     @abc.abstractmethod
     def put(self, entry: Entry) -> None:
         """Insert or replace the entry with this cache_id."""
@@ -299,8 +304,8 @@ class Store(abc.ABC):
             self.update(cache_id, hit_count=entry.hit_count + 1, last_hit_at=at)
 
     def add_hits(self, hits: Mapping[str, tuple[int, float]]) -> None:
-        """Count a batch of hits: for each id, how many and when the last was. Atomic per entry
-        as ``add_hit``; a store that can writes the batch at once."""
+        """Count a batch of hits: for each id, how many and when the last was, all or none (a
+        refused batch is retried whole). This default is neither; every store overrides it."""
         for cache_id, (count, at) in hits.items():
             for _ in range(count):
                 self.add_hit(cache_id, at)

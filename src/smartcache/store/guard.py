@@ -72,6 +72,9 @@ class GuardedStore(Store):
     def in_memory(self) -> bool:       # type: ignore[override]
         return self.inner.in_memory
 
+    def free_now(self) -> bool:
+        return self.inner.free_now()
+
     def __getattr__(self, name: str) -> Any:
         # Backend extras (close, integrity, path, corrupt, …) stay reachable.
         return getattr(self.__dict__["inner"], name)

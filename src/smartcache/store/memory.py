@@ -75,6 +75,12 @@ class MemoryStore(Store):
         self._invalid: set[str] = set()
         self._lock = threading.RLock()
 
+    def free_now(self) -> bool:
+        if self._lock.acquire(blocking=False):
+            self._lock.release()
+            return True
+        return False       # a put may be building a pool's graph under the lock (seconds)
+
     def put(self, entry: Entry) -> None:
         if entry.turn_vector.shape != (self.dim,):
             raise ValueError(f"vector of dim {entry.turn_vector.shape} in a store of dim {self.dim}")

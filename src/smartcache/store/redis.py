@@ -223,8 +223,16 @@ class RedisStore(Store):
         raise StoreError(f"Redis update of {cache_id} kept conflicting")
 
     def add_hit(self, cache_id: str, at: float) -> None:
+        self.add_hits({cache_id: (1, at)})
+
+    def add_hits(self, hits: Mapping[str, tuple[int, float]]) -> None:
+        # One round trip, all or nothing (MULTI/EXEC): a batch refused is retried whole, never
+        # counted twice.
         try:
-            self._add_hit(keys=[self._key(cache_id)], args=[at])
+            pipe = self.r.pipeline(transaction=True)
+            for cache_id, (count, at) in hits.items():
+                self._add_hit(keys=[self._key(cache_id)], args=[at, count], client=pipe)
+            pipe.execute()
         except self._redis_errors as exc:
             raise StoreError(f"Redis write failed: {exc}") from exc
 

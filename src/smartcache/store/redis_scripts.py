@@ -4,7 +4,7 @@
 # two counters, which no read can decode.
 ADD_HIT = """
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  redis.call('HINCRBY', KEYS[1], 'hits', 1)
+  redis.call('HINCRBY', KEYS[1], 'hits', tonumber(ARGV[2] or '1'))
   redis.call('HSET', KEYS[1], 'last_hit', ARGV[1])
   return 1
 end

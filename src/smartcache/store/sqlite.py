@@ -604,13 +604,28 @@ class _Markers:
         self.path = path
         self._lock = threading.Lock()
         self._writes = 0
-        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        # Nothing here must survive a power cut (a marker lives seconds): no fsync, ever.
-        self._db.execute("PRAGMA synchronous=OFF")
-        self._db.execute("PRAGMA busy_timeout=5000")
-        self._db.execute("CREATE TABLE IF NOT EXISTS markers (name TEXT PRIMARY KEY, value TEXT NOT NULL, "
-                         "expires_at REAL NOT NULL)")
+        try:
+            self._db = self._open()
+        except sqlite3.DatabaseError as exc:
+            # Never synced, so a power cut may leave it unreadable: it holds nothing worth keeping.
+            log.warning("smartcache: %s is unreadable (%s); starting it afresh", path, exc)
+            for stale in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+                stale.unlink(missing_ok=True)
+            self._db = self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            # Nothing here must survive a power cut (a marker lives seconds): no fsync, ever.
+            db.execute("PRAGMA synchronous=OFF")
+            db.execute("PRAGMA busy_timeout=5000")
+            db.execute("CREATE TABLE IF NOT EXISTS markers (name TEXT PRIMARY KEY, value TEXT NOT NULL, "
+                       "expires_at REAL NOT NULL)")
+        except BaseException:
+            db.close()
+            raise
+        return db
 
     def set_many(self, values: Mapping[str, str], now: float, ttl_s: float) -> None:
         rows = [(name, value, now + ttl_s) for name, value in values.items()]
