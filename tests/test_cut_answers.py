@@ -177,3 +177,17 @@ def test_the_readme_first_session_on_the_bundled_engine_is_a_hit(real_gateway):
         assert again.headers["x-smartcache-status"] == "hit"
         assert again.json()["choices"][0] == {**first.json()["choices"][0], "message": again.json()["choices"][0]["message"]}
         assert again.json()["choices"][0]["message"]["content"] == first.json()["choices"][0]["message"]["content"]
+
+
+def test_a_repeat_asking_for_more_than_a_cut_answer_is_one_lookup(client):
+    # On a store in memory the exact path runs first on the event loop; an answer it cannot
+    # serve there is left to the whole lookup, and counted once.
+    ask(client, max_tokens=3)
+    cache = client.app.state.service.cache
+    cache.tick()
+    before = cache.stats()
+    assert "cut_short" in ask(client, max_tokens=200).headers["x-smartcache-reason"]
+    after = cache.stats()
+    assert after.lookups - before.lookups == 1 and after.exact_hits - before.exact_hits == 1
+    [cut] = [e for e in cache.entries() if e.cut_at]
+    assert cut.hit_count == 1

@@ -438,3 +438,34 @@ def test_a_store_in_memory_held_by_another_thread_is_not_free_now():
     release.set()
     holder.join()
     assert store.free_now()
+
+
+def test_the_event_loop_never_runs_the_encoder_for_an_exact_hit_on_another_sessions_global_answer(encoder):
+    # The learning cache samples such hits for a check, and its key is read from the fingerprint.
+    import threading
+
+    from smartcache.gateway import GatewaySettings
+
+    calls = []
+
+    class Spy:
+        def __init__(self, inner):
+            self.inner = inner
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+        def encode(self, texts):
+            calls.append(threading.current_thread())
+            return self.inner.encode(texts)
+
+    cache = SmartCache(load_config(lifecycle={"promotion_window_s": 0.0}), encoder=Spy(encoder))
+    with TestClient(create_app(cache, FakeEngine(model_id=MODEL), GatewaySettings())) as client:
+        loop_thread = client.portal.call(lambda: threading.current_thread())
+        assert chat(client, [U("How do I reset my password?")], headers={"x-session-id": "alice"}).status_code == 200
+        [entry] = cache.entries()
+        cache.promote(entry.cache_id, to_global=True)
+        calls.clear()
+        repeat = chat(client, [U("how do I reset my password")], headers={"x-session-id": "bob"})
+        assert repeat.headers["x-smartcache-status"] == "hit"
+    assert calls and loop_thread not in calls

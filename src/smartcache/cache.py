@@ -26,6 +26,7 @@ import functools
 import itertools
 import logging
 import operator
+import os
 import random
 import threading
 import time
@@ -62,7 +63,9 @@ log = logging.getLogger("smartcache")
 _ENDS_SESSION = frozenset({ChangeFlag.RESET, ChangeFlag.CORRECTION})
 
 
-def _flush_hits_quietly(lifecycle: Lifecycle) -> None:
+def _flush_hits_quietly(lifecycle: Lifecycle, pid: int) -> None:
+    if os.getpid() != pid:
+        return
     try:
         lifecycle.flush_hits()
     except Exception as exc:     # noqa: BLE001 - at exit, a closed store or a dead server
@@ -179,8 +182,9 @@ class SmartCache:
         self.backend = GuardedStore(store)
         self.clock = clock
         self.lifecycle = Lifecycle(self.backend, self.config.lifecycle, clock)
-        # The hits of the last second are written when the cache goes, or the process ends.
-        weakref.finalize(self, _flush_hits_quietly, self.lifecycle)
+        # The hits of the last second are written when the cache goes, or the process ends (in
+        # the process that counted them: a forked child would write its parent's again).
+        weakref.finalize(self, _flush_hits_quietly, self.lifecycle, os.getpid())
         self.fingerprinter = Fingerprinter(self.encoder, topic_threshold=self.config.topic_threshold)
         verifier = cross = None
         if self.config.use_verifier and self.config.use_cross_encoder:
@@ -251,30 +255,35 @@ class SmartCache:
         assert decision is not None
         return Lookup.of(self._counted(decision), request)
 
-    def lookup_exact(self, request: CacheRequest) -> Lookup | None:
-        """The exact path alone: a hit on the request word for word, or None, and then ``lookup``
-        of the same request decides (and counts it). No model runs and no tick; for a caller
-        that must not wait long here (the gateway's event loop, on a store in memory)."""
+    def lookup_exact(self, request: CacheRequest, accept: Callable[[Entry], bool] = lambda entry: True
+                     ) -> Lookup | None:
+        """The exact path alone: a hit on the request word for word whose entry ``accept``s, or
+        None, and then ``lookup`` of the same request decides; nothing is counted or recorded
+        before a hit is certain. No model runs and no tick; for a caller that must not wait long
+        (the gateway's event loop, on a store in memory)."""
         if request.made_by != self._identity:
             raise InvalidRequest("this request was read by another SmartCache; look it up there")
-        decision = self._decide(request, exact_only=True)
+        decision = self._decide(request, exact_only=accept)
         return None if decision is None else Lookup.of(self._counted(decision), request)
 
-    def _decide(self, request: CacheRequest, *, exact_only: bool = False) -> Decision | None:
+    def _decide(self, request: CacheRequest, *, exact_only: Callable[[Entry], bool] | None = None
+                ) -> Decision | None:
         tenant, session = request.tenant, request.session
         try:
-            if not exact_only:
+            if exact_only is None:
                 self.lifecycle.maybe_tick()     # throttled: not a store round trip per lookup
         except StoreError as exc:           # promotion waits for the next tick; the lookup goes on
             log.error("smartcache store failed while promoting pending entries: %s", exc)
             self._count("store_errors")
         try:
-            decision = self._exact(request)
+            decision = self._exact(request, accept=exact_only)
+            if exact_only is not None and decision is None:
+                return None
             if decision is None:
-                if exact_only:
-                    return None
                 decision = self._semantic(request)
         except StoreError as exc:
+            if exact_only is not None:
+                return None     # the whole lookup meets it again, and counts it once
             log.error("smartcache store failed during lookup, serving from the engine: %s", exc)
             self._count("store_errors")
             return Decision(Zone.MISS, (Reason(ReasonCode.STORE_ERROR, str(exc)),), cacheable=False)
@@ -289,7 +298,7 @@ class SmartCache:
             self._count("store_errors")
         return decision
 
-    def _exact(self, request: CacheRequest) -> Decision | None:
+    def _exact(self, request: CacheRequest, accept: Callable[[Entry], bool] | None = None) -> Decision | None:
         """The exact path: the same request word for word (normalised, punctuation aside) after a
         byte-identical history, in a pool this request may read, found by its key before any
         model runs. None: the semantic path decides. A request a gate could settle (a reset, a
@@ -309,6 +318,8 @@ class SmartCache:
                 return None
             if self._personal_elsewhere(entry, request.session):
                 continue
+            if accept is not None and (not accept(entry) or self._checks_sharing_entry(request, entry)):
+                return None
             self._count("exact_hits")
             return Decision(Zone.HIT, (Reason(ReasonCode.EXACT_MATCH, "the same request and history, word for word: "
                                                                       "found by its key, no model run", entry.cache_id),),
@@ -665,6 +676,12 @@ class SmartCache:
         return {"sessions_needed": self._sharing.sessions_needed(tenant, point=point), "source": point.source,
                 "compared": round(point.compared, 1), "differed": round(point.differed, 1),
                 "differ_upper95": round(point.upper, 5), "error_bound": point.delta}
+
+    def _checks_sharing_entry(self, request: CacheRequest, entry: Entry) -> bool:
+        """Whether ``_sample_check`` reads a hit's sharing key, which needs the fingerprint (the
+        encoder): an exact hit on another session's answer in the global pool, learning on."""
+        return (self.policy is not None and self._sharing is not None
+                and entry.scope is Scope.GLOBAL and entry.session_id != request.session)
 
     def _sample_check(self, request: CacheRequest, decision: Decision) -> Decision:
         """A sampled share of the verifier's hits asks to be checked against the engine, so the

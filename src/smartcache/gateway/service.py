@@ -137,9 +137,11 @@ class ChatService:
                                               versions=turn.versions)
         began = time.perf_counter()
         if exact_only:
-            found = self.cache.lookup_exact(turn.request)
-            if found is None or found.entry is None or self._fitted(turn, found.entry) is None:
-                return _UNDECIDED       # an answer cut short: the whole lookup may find a longer one
+            # An answer cut shorter than this request may run: the whole lookup decides (a tick may
+            # have promoted a longer one), and nothing was counted twice.
+            found = self.cache.lookup_exact(turn.request, accept=lambda entry: self._fitted(turn, entry) is not None)
+            if found is None:
+                return _UNDECIDED
             decision = found
         else:
             decision = self.cache.lookup(turn.request)

@@ -607,7 +607,10 @@ class _Markers:
         try:
             self._db = self._open()
         except sqlite3.DatabaseError as exc:
-            # Never synced, so a power cut may leave it unreadable: it holds nothing worth keeping.
+            # Never synced, so a power cut may leave it corrupt: it holds nothing worth keeping.
+            # Only then: a file locked or unreachable may be another process's, alive and well.
+            if not any(sign in str(exc) for sign in ("not a database", "malformed")):
+                raise
             log.warning("smartcache: %s is unreadable (%s); starting it afresh", path, exc)
             for stale in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
                 stale.unlink(missing_ok=True)
