@@ -61,6 +61,10 @@ from smartcache.store.guard import GuardedStore, StoreHealth
 
 log = logging.getLogger("smartcache")
 _ENDS_SESSION = frozenset({ChangeFlag.RESET, ChangeFlag.CORRECTION})
+_NEAR_CANDIDATES = 4     # nearest entries the near-exact path reads (a typo'd repeat is among the nearest)
+_NEAR_FLOOR = 0.6        # below this turn cosine no typo'd repeat was seen; nothing to read
+_PERSONAL_MEMO = 100_000  # entries whose personal-data reading is remembered (cleared when full)
+SHARED_STRATUM = "any:shared:low"   # the hits proven sharing served, counted for their check rate
 
 
 def _flush_hits_quietly(lifecycle: Lifecycle, pid: int) -> None:
@@ -78,10 +82,6 @@ def _exact_gates(current: str) -> tuple[bool, bool]:
     expressions, memoised because the exact path's traffic is the same turns again (the key
     of a turn is at most ``context.max_turn_chars`` long: 4,096 of them are a few MB)."""
     return is_time_sensitive(current), bool(change_flags(current) & _ENDS_SESSION)
-_NEAR_CANDIDATES = 4     # nearest entries the near-exact path reads (a typo'd repeat is among the nearest)
-_NEAR_FLOOR = 0.6        # below this turn cosine no typo'd repeat was seen; nothing to read
-_PERSONAL_MEMO = 100_000  # entries whose personal-data reading is remembered (cleared when full)
-SHARED_STRATUM = "any:shared:low"   # the hits proven sharing served, counted for their check rate
 
 
 def _sharing_key(request: "CacheRequest") -> tuple[str, str]:

@@ -556,17 +556,11 @@ class SqliteStore(Store):
         file's write lock: two processes' merges follow each other, neither is lost."""
         with self._lock:
             try:
-                self._db.execute("BEGIN IMMEDIATE")
-                try:
+                with _immediate(self._db):
                     row = self._db.execute("SELECT value FROM meta WHERE key = ?", (f"state:{name}",)).fetchone()
                     value = merge(None if row is None else str(row[0]))
                     self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
                                      (f"state:{name}", value))
-                    self._db.execute("COMMIT")
-                except BaseException:
-                    with contextlib.suppress(sqlite3.Error):
-                        self._db.execute("ROLLBACK")
-                    raise
             except sqlite3.Error as exc:
                 raise StoreError(f"SQLite write failed: {exc}") from exc
         return value
@@ -591,6 +585,19 @@ class SqliteStore(Store):
             with self._poll_lock:
                 self._poll.close()
             self._markers.close()
+
+
+@contextlib.contextmanager
+def _immediate(db: sqlite3.Connection) -> Iterator[None]:
+    """One write under the file's write lock: committed, or rolled back and raised."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        db.execute("COMMIT")
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):
+            db.execute("ROLLBACK")
+        raise
 
 
 class _Markers:
@@ -634,18 +641,12 @@ class _Markers:
         rows = [(name, value, now + ttl_s) for name, value in values.items()]
         with self._lock:
             try:
-                self._db.execute("BEGIN IMMEDIATE")     # one commit for all: a served hit leaves two
-                try:
+                with _immediate(self._db):          # one commit for all: a served hit leaves two
                     self._db.executemany("INSERT OR REPLACE INTO markers (name, value, expires_at) VALUES (?, ?, ?)",
                                          rows)
                     self._writes += len(rows)
                     if self._writes % 256 < len(rows):      # bounded: expired markers go now and then
                         self._db.execute("DELETE FROM markers WHERE expires_at <= ?", (now,))
-                    self._db.execute("COMMIT")
-                except BaseException:
-                    with contextlib.suppress(sqlite3.Error):
-                        self._db.execute("ROLLBACK")
-                    raise
             except sqlite3.Error as exc:
                 raise StoreError(f"SQLite write failed: {exc}") from exc
 
