@@ -129,10 +129,17 @@ def test_shallow_and_deep_models_walk_as_the_reference(depth):
 
 
 def test_the_memoised_diff_is_sequence_matchers():
+    """The diff is cydifflib's (difflib compiled): it must say exactly what the standard
+    library says, on short and long sequences, few symbols (many ties) and many."""
     rng = np.random.default_rng(3)
-    for _ in range(200):
-        a = tuple(rng.choice(list("abcde"), rng.integers(0, 9)))
-        b = tuple(rng.choice(list("abcde"), rng.integers(0, 9)))
+    for i in range(2000):
+        alphabet = list("abcde" if i % 2 else "abcdefghij周末去杭州玩天")
+        a = tuple(rng.choice(alphabet, rng.integers(0, 9 if i < 1000 else 60)))
+        b = list(a) if i % 3 else list(rng.choice(alphabet, rng.integers(0, 9)))
+        for _ in range(rng.integers(0, 5)):      # a few edits of a copy: long shared runs
+            if b:
+                b[rng.integers(len(b))] = rng.choice(alphabet)
+        b = tuple(b)
         m = difflib.SequenceMatcher(None, a, b, autojunk=False)
         found = tokens.diff(a, b)
         assert list(found.opcodes) == m.get_opcodes() and list(found.blocks) == m.get_matching_blocks()
@@ -286,3 +293,42 @@ def test_joined_words_are_found_as_the_search_finds_them():
         x, y = rng.choice(words, 2)
         expected = re.search(f"{re.escape(x)}{swaps._CONJOINED}{re.escape(y)}", text) is not None
         assert swaps._joined(text, x, y) == expected, (text, x, y)
+
+
+def dev_texts() -> set[str]:
+    """Every message of the dev sets' -a files, as written and normalised."""
+    from smartcache.context import normalize_text
+    texts = set()
+    for path in sorted(DEVSETS.glob("*-a.jsonl")):
+        for case in load_cases(path):
+            for messages in [case.probe, *(item.messages for item in case.cached)]:
+                for m in messages:
+                    content = m["content"] if isinstance(m["content"], str) else ""
+                    texts.update((content, normalize_text(content)))
+    return texts
+
+
+def test_the_one_scan_prechecks_read_as_every_pattern_reads():
+    """``action_sides`` and ``task_actions`` first ask one pattern whether any side or action is
+    named at all: on every dev-set message the result is what the full scan gives."""
+    from smartcache.fingerprint import tags
+
+    def sides(text: str) -> tuple[int, ...]:
+        out = []
+        for first, second in tags.ANTONYMS:
+            has_second, has_first = bool(second.search(text)), bool(first.search(second.sub(" ", text)))
+            out.append(1 if has_first and not has_second else -1 if has_second and not has_first else 0)
+        return tuple(out)
+
+    def actions(text: str) -> tuple[str, ...]:
+        text = tags.instruction_part(text)
+        return tuple(sorted(name for name, pattern in tags._ACTIONS.items() if pattern.search(text)))
+
+    texts = dev_texts()
+    assert len(texts) > 3000
+    named = 0
+    for text in texts:
+        assert tags.action_sides(text) == sides(text), text
+        assert tags.task_actions(text) == actions(text), text
+        named += any(sides(text))
+    assert named > 300          # the sets do name sides: the precheck is exercised both ways

@@ -3,6 +3,8 @@ what changes meaning never is. Examples written for this file, both ways, both l
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from smartcache import Zone
@@ -169,13 +171,13 @@ def test_too_many_slips_are_not_one_request():
 
 
 def test_courtesy_goes_at_the_ends_and_inner_courtesy_anywhere():
-    assert tokens("hi, please reset my password, thanks") == ["reset", "my", "password"]
-    assert tokens("请问帮我查一下快递") == list("帮我查快递")
-    assert tokens("一下子就好了") == list("一下子就好了")        # 一下子 is "all at once"
+    assert tokens("hi, please reset my password, thanks") == ("reset", "my", "password")
+    assert tokens("请问帮我查一下快递") == tuple("帮我查快递")
+    assert tokens("一下子就好了") == tuple("一下子就好了")        # 一下子 is "all at once"
     # Overlapping phrases go longest first from the left, whatever order the lexicon's set has
     # (it once depended on the hash seed): not "please tell me", leaving "could you" behind.
     assert tokens("could you please tell me how to reset my password") == tokens("how to reset my password")
-    assert tokens("我想问一下请问怎么退款") == list("怎么退款")
+    assert tokens("我想问一下请问怎么退款") == tuple("怎么退款")
 
 
 def test_a_misspelt_turn_is_corrected_for_the_search_only():
@@ -219,3 +221,30 @@ def test_the_path_goes_with_the_exact_one(make_cache):
     remember(cache, [U("How do I change the email address on my account?")], "Settings > Account.")
     assert not cache.lookup([U("How do I chnage the email adress on my acount?")], session="s1").has_reason(
         "near_exact_match")
+
+
+def test_inner_courtesy_is_dropped_as_a_scan_of_every_phrase_drops_it():
+    """``_drop_inner`` tries only the phrases that start with the token at hand: the same
+    result as trying every phrase, longest first, at every place."""
+    from smartcache.decide.near_exact import _courtesy, _drop_inner
+
+    def every_phrase(out: list[str]) -> list[str]:
+        k = 0
+        while k < len(out):
+            for phrase in _courtesy("courtesy_inner"):
+                n = len(phrase)
+                if tuple(out[k:k + n]) == phrase and not (k + n < len(out) and out[k + n] == "子"):
+                    del out[k:k + n]
+                    break
+            else:
+                k += 1
+        return out
+
+    phrases = _courtesy("courtesy_inner")
+    pieces = sorted({t for p in phrases for t in p}) + ["how", "reset", "我", "退款", "子"]
+    rng = random.Random(5)
+    for _ in range(3000):
+        out = [rng.choice(pieces) if rng.random() < 0.7 else t for p in rng.sample(phrases, 3) for t in p]
+        if rng.random() < 0.3:
+            rng.shuffle(out)
+        assert _drop_inner(list(out)) == every_phrase(list(out))

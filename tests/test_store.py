@@ -60,6 +60,16 @@ class StoreMachine(RuleBasedStateMachine):
             scope = data.draw(st.sampled_from(list(Scope)))
             self.model[cid] = self.store.update(cid, state=state, scope=scope)
 
+    @rule(data=st.data(), seed=st.integers(0, 10_000))
+    def move(self, data, seed):
+        """The same entry put again with another vector: its row changes in place."""
+        if self.model:
+            cid = data.draw(st.sampled_from(sorted(self.model)))
+            vec = np.random.default_rng(seed).normal(size=DIM).astype(np.float32)
+            entry = self.model[cid].with_changes(turn_vector=(vec / np.linalg.norm(vec)).astype(np.float32))
+            self.store.put(entry)
+            self.model[cid] = entry
+
     @rule(data=st.data())
     def delete(self, data):
         if self.model:
@@ -69,10 +79,14 @@ class StoreMachine(RuleBasedStateMachine):
 
     @rule(tenant=st.sampled_from(TENANTS), session=st.sampled_from(SESSIONS + [None]),
           version=st.sampled_from(VERSIONS), include_global=st.booleans(), seed=st.integers(0, 10_000),
-          domain=st.sampled_from([None, "general", "travel"]))
-    def search(self, tenant, session, version, include_global, seed, domain):
-        vec = np.random.default_rng(seed).normal(size=DIM).astype(np.float32)
-        vec /= np.linalg.norm(vec)
+          domain=st.sampled_from([None, "general", "travel"]), again=st.booleans())
+    def search(self, tenant, session, version, include_global, seed, domain, again):
+        if again and getattr(self, "vec", None) is not None:
+            vec = self.vec      # the very same array: the store's scan memo must see what changed since
+        else:
+            vec = np.random.default_rng(seed).normal(size=DIM).astype(np.float32)
+            vec /= np.linalg.norm(vec)
+            self.vec = vec
         flt = SearchFilter(tenant=tenant, version_key=version, session_id=session, include_global=include_global,
                            domain=domain, now=1.0)
         got = self.store.search(flt, vec, k=5)
@@ -161,3 +175,30 @@ def test_a_cache_runs_the_markers_of_a_store_it_makes_on_its_clock(encoder):
     clock.advance(0.2)
     assert cache.backend.get_marker("answered:k") is None
 
+
+
+@pytest.mark.parametrize("change", ["put again", "update", "delete"])
+def test_a_search_again_with_the_same_vector_sees_what_changed_since(change):
+    """The store keeps its last scan's scores for a second search with the very same vector
+    (a lookup's domain search, then its near-exact one): a row changed since is scored anew."""
+    store = MemoryStore(DIM)
+    entries = [make_entry(i) for i in range(40)]
+    for e in entries:
+        store.put(e)
+    q = entries[7].turn_vector.copy()
+    flt = SearchFilter(tenant="t1", version_key="v1", session_id="a")
+    assert store.search(flt, q, 1)[0].entry.cache_id == "e7"
+    far = (-q).astype(np.float32)
+    if change == "put again":
+        store.put(entries[7].with_changes(turn_vector=far))
+        entries[7] = entries[7].with_changes(turn_vector=far)
+    elif change == "update":
+        store.update("e7", turn_vector=far)
+        entries[7] = entries[7].with_changes(turn_vector=far)
+    else:
+        store.delete("e3")
+        del entries[3]
+    found = store.search(flt, q, 40)
+    assert [h.entry.cache_id for h in found] == reference_search(entries, flt, q, 40)
+    for hit in found:
+        assert hit.similarity == pytest.approx(float(hit.entry.turn_vector @ q), abs=1e-6)

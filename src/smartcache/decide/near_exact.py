@@ -113,11 +113,13 @@ def _courtesy(kind: str = "courtesy") -> tuple[tuple[str, ...], ...]:
     return tuple(sorted((p for p in phrases if p), key=lambda p: (-len(p), p)))
 
 
-def tokens(text: str) -> list[str]:
+@functools.lru_cache(maxsize=16384)
+def tokens(text: str) -> tuple[str, ...]:
     """The tokens of a normalised text, apostrophes dropped ("i'm" is "im"), courtesy dropped:
     a clause of courtesy alone at either end ("hi, …", "…, thanks"), or its inner kind anywhere
     ("please", 一下, 请问). A courtesy word inside a clause may be what is asked about ("how do you
-    say thank you", "谢谢用日语怎么说"), so it stays."""
+    say thank you", "谢谢用日语怎么说"), so it stays. Memoised (a tuple, so no caller changes a
+    shared result): a cached turn is read again by every lookup it is a candidate of."""
     clauses = [c for c in _CLAUSE.split(text.lower()) if c.strip()]
     opened = False
     while len(clauses) > 1 and _is_courtesy(clauses[0]):
@@ -126,7 +128,7 @@ def tokens(text: str) -> list[str]:
         clauses[0] = _AFTER_COURTESY.sub("", clauses[0])
     while len(clauses) > 1 and _is_courtesy(clauses[-1]):
         clauses = clauses[:-1]
-    return _drop_inner(_drop_lead([t.replace("'", "") for t in _TOKEN.findall(" ".join(clauses))]))
+    return tuple(_drop_inner(_drop_lead([t.replace("'", "") for t in _TOKEN.findall(" ".join(clauses))])))
 
 
 def _drop_lead(out: list[str]) -> list[str]:
@@ -144,8 +146,9 @@ def _drop_inner(out: list[str]) -> list[str]:
     # Left to right, the longest phrase at each place first: "could you please tell me" loses
     # "could you please" and then "tell me", never "please tell me" leaving "could you" behind.
     k = 0
+    starting = _courtesy_starting()
     while k < len(out):
-        for phrase in _courtesy("courtesy_inner"):
+        for phrase in starting.get(out[k], ()):
             n = len(phrase)
             # Not a span of a longer word: 一下子 (all at once) keeps its 一下.
             if tuple(out[k:k + n]) == phrase and not (k + n < len(out) and out[k + n] == "子"):
@@ -154,6 +157,16 @@ def _drop_inner(out: list[str]) -> list[str]:
         else:
             k += 1
     return out
+
+
+@functools.lru_cache(maxsize=1)
+def _courtesy_starting() -> dict[str, tuple[tuple[str, ...], ...]]:
+    """The inner courtesy phrases by their first token, each token's longest first as in
+    ``_courtesy``: only those can match where that token stands."""
+    starting: dict[str, list[tuple[str, ...]]] = {}
+    for phrase in _courtesy("courtesy_inner"):
+        starting.setdefault(phrase[0], []).append(phrase)
+    return {token: tuple(phrases) for token, phrases in starting.items()}
 
 
 _AFTER_COURTESY = re.compile(r"^\s*(?:but|so|and)\s+")

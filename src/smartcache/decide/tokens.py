@@ -17,6 +17,8 @@ import re
 from functools import lru_cache
 from typing import Hashable, NamedTuple, Sequence
 
+from cydifflib import SequenceMatcher     # difflib's algorithm compiled: the same opcodes and blocks, 3x faster
+
 from smartcache.fingerprint.lexicon import synonym_groups, words_of_kind
 
 # Spans that may replace each other without changing what is asked (data/lexicon/*.toml).
@@ -76,7 +78,7 @@ def diff(a: Sequence[Hashable], b: Sequence[Hashable]) -> Diff:
         >>> diff(("a", "b", "c"), ("a", "x", "c")).opcodes
         (('equal', 0, 1, 0, 1), ('replace', 1, 2, 1, 2), ('equal', 2, 3, 2, 3))
     """
-    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    matcher = SequenceMatcher(None, a, b, autojunk=False)
     return Diff(tuple(matcher.get_opcodes()), tuple(matcher.get_matching_blocks()))
 
 

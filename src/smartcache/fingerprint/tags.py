@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import enum
 import re
+from functools import lru_cache
+from typing import Iterable
 
 from smartcache.fingerprint.lexicon import action_classes, antonym_pairs
 
@@ -93,10 +95,18 @@ REFERENCE = _rx(r"那家", r"这家", r"那个", r"这个", r"它", r"他们", r
 ANTONYMS: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = tuple(
     (_rx(*first), _rx(*second)) for first, second in antonym_pairs())
 
+
+def _any_of(patterns: Iterable[re.Pattern[str]]) -> re.Pattern[str]:
+    """One pattern that matches where any of ``patterns`` does (each in a group of its own, so
+    an alternation stays inside it): a text none of them names is told apart in one scan."""
+    return _rx(*(f"(?:{p.pattern})" for p in patterns))
+
 # What the turn asks to be done. Two requests about the same thing that ask for
 # different actions ("部署" / "调试", "return" / "exchange") are different tasks,
 # however alike their words. Classes hold synonyms; a turn may name several.
 _ACTIONS: dict[str, re.Pattern[str]] = {name: _rx(*parts) for name, parts in action_classes().items()}
+_ANY_ACTION = _any_of(_ACTIONS.values())
+_ANY_ANTONYM = _any_of(p for pair in ANTONYMS for p in pair)
 
 _DOMAINS: dict[str, re.Pattern[str]] = {
     "medical": _rx(r"药", r"症状", r"生病", r"医生", r"看病", r"治疗", r"诊断", r"剂量", r"发烧", r"头痛", r"怀孕", r"血压",
@@ -188,6 +198,8 @@ def negation_count(text: str) -> int:
 
 def action_sides(text: str) -> tuple[int, ...]:
     """For each antonym pair: +1 if only the first side is asked, -1 only the second, 0 otherwise."""
+    if not _ANY_ANTONYM.search(text):      # most turns name no side of any pair
+        return (0,) * len(ANTONYMS)
     sides = []
     for first, second in ANTONYMS:
         # Remove the second side first: "uninstall" contains "install", "取消订阅" contains "订阅".
@@ -197,9 +209,11 @@ def action_sides(text: str) -> tuple[int, ...]:
     return tuple(sides)
 
 
+@lru_cache(maxsize=4096)
 def intent_domain(text: str) -> str:
     """The domain with the most keyword hits; 'general' when none fires. Ties go to the
-    keyword that comes last: the head noun ("投诉邮件" is an email, not a complaint)."""
+    keyword that comes last: the head noun ("投诉邮件" is an email, not a complaint). Memoised:
+    a conversation's history is read again with every turn."""
     best, best_score = "general", (0, -1)
     for domain, pattern in _DOMAINS.items():
         matches = list(pattern.finditer(text))
@@ -214,6 +228,8 @@ def task_actions(text: str) -> tuple[str, ...]:
     """The action classes a turn asks for, sorted ('deploy', 'refund', 'translate', ...);
     read from the instruction only, not from pasted material ("…下周计划开始测试")."""
     text = instruction_part(text)
+    if not _ANY_ACTION.search(text):
+        return ()
     return tuple(sorted(name for name, pattern in _ACTIONS.items() if pattern.search(text)))
 
 

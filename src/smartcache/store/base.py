@@ -14,7 +14,7 @@ import hashlib
 import json
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields
 from typing import Callable, Iterable, Iterator, Mapping, NamedTuple, NewType
 
 import numpy as np
@@ -119,12 +119,24 @@ class Entry:
     personal: str | None = None   # what of one person the conversation or answer holds ("": nothing; None: not read)
 
     def with_changes(self, **changes: object) -> "Entry":
-        return replace(self, **changes)
+        # Slot by slot: ``dataclasses.replace`` calls __init__ with every field, twice the cost,
+        # and a store hands out a copy of every entry a search finds.
+        unknown = changes.keys() - _ENTRY_FIELD_SET
+        if unknown:
+            raise TypeError(f"Entry has no field {sorted(unknown)[0]!r}")
+        copy = object.__new__(Entry)
+        for name in _ENTRY_FIELDS:
+            object.__setattr__(copy, name, changes[name] if name in changes else getattr(self, name))
+        return copy
 
     def servable_at(self, now: float, feedback_floor: float) -> bool:
         if not self.state.servable or self.feedback_score < feedback_floor:
             return False
         return self.state is EntryState.FROZEN or self.expires_at > now
+
+
+_ENTRY_FIELDS = tuple(f.name for f in fields(Entry))
+_ENTRY_FIELD_SET = frozenset(_ENTRY_FIELDS)
 
 
 @dataclass(frozen=True)

@@ -74,6 +74,9 @@ class MemoryStore(Store):
         self._pending: dict[str, float] = {}
         self._invalid: set[str] = set()
         self._lock = threading.RLock()
+        # The last full scan's scores: a lookup scans a pool twice with one vector (the request's
+        # domain, then every domain for the near-exact path). (vectors, version, rows, vector, scores)
+        self._last_scan: tuple[np.ndarray, int, int, np.ndarray, np.ndarray] | None = None
 
     def free_now(self) -> bool:
         if self._lock.acquire(blocking=False):
@@ -270,15 +273,14 @@ class MemoryStore(Store):
                 mask = part.servable[:n] & (part.feedback[:n] >= flt.feedback_floor)
                 mask &= part.frozen[:n] | (part.expires[:n] > flt.now)
                 if flt.domain is not None and flt.domain != "general":
-                    domains = part.domains[:n]
-                    mask &= (domains == flt.domain) | (domains == "general")
+                    mask &= part.in_domain(flt.domain, n)
                 rows = self._graph_rows(part, vector, k, mask) if part.graph is not None else None
                 if rows is None:
                     rows = np.flatnonzero(mask)
                 if rows.size == 0:
                     continue
                 # Scoring every row and picking is cheaper than gathering the rows' vectors first.
-                scores = (part.vectors[:n] @ vector)[rows] if rows.size > n // 4 else part.vectors[rows] @ vector
+                scores = self._scan(part, vector)[rows] if rows.size > n // 4 else part.vectors[rows] @ vector
                 top = rows.size if rows.size <= k else k
                 best = np.argpartition(-scores, top - 1)[:top] if top < rows.size else np.arange(rows.size)
                 for i in best:
@@ -286,6 +288,19 @@ class MemoryStore(Store):
                     results.append(ScoredEntry(part.full(row, self._entries[part.ids[row]]), float(scores[i])))
         results.sort(key=lambda r: -r.similarity)
         return results[:k]
+
+    def _scan(self, part: _Partition, vector: np.ndarray) -> np.ndarray:
+        """Every row's score against ``vector``; the same array again while neither the rows
+        nor the vector changed (compared by identity: a row's vector is changed in place only
+        with the partition's version bumped). Call with the lock held."""
+        n = len(part.ids)
+        last = self._last_scan
+        if last is not None and last[0] is part.vectors and last[1] == part.version and last[2] == n \
+                and last[3] is vector:
+            return last[4]
+        scores = part.vectors[:n] @ vector
+        self._last_scan = (part.vectors, part.version, n, vector, scores)
+        return scores
 
     @staticmethod
     def _graph_rows(part: _Partition, vector: np.ndarray, k: int, mask: np.ndarray) -> np.ndarray | None:

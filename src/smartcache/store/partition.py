@@ -10,6 +10,7 @@ one in, so the arrays stay dense and a search allocates nothing per row.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -17,6 +18,20 @@ import numpy as np
 
 from smartcache.store.base import Entry, EntryState
 from smartcache.store.graph import Graph
+
+# Domain tags as small integers: a search masks on them, and comparing an int column is about
+# twenty times cheaper than comparing a column of str objects. One table for every partition
+# of the process (the tags are a handful); codes are never reused.
+_DOMAIN_CODES: dict[str, int] = {"general": 0}
+_CODES_LOCK = threading.Lock()
+
+
+def domain_code(domain: str) -> int:
+    code = _DOMAIN_CODES.get(domain)
+    if code is None:
+        with _CODES_LOCK:
+            code = _DOMAIN_CODES.setdefault(domain, len(_DOMAIN_CODES))
+    return code
 
 
 @dataclass
@@ -33,11 +48,12 @@ class Partition:
     ctx_pool: np.ndarray = field(init=False)
     ctx_free: list[int] = field(default_factory=list)
     edits: int = 0                             # rows added to or removed from the graph (when to save it)
+    version: int = 0                           # bumped when a row's vector changes in place (the scan memo)
     servable: np.ndarray = field(init=False)   # bool: state is servable
     frozen: np.ndarray = field(init=False)     # bool: exempt from expiry
     expires: np.ndarray = field(init=False)    # float64 expiry time
     feedback: np.ndarray = field(init=False)   # float32 feedback score
-    domains: np.ndarray = field(init=False)    # object: domain tag
+    domains: np.ndarray = field(init=False)    # int32: the domain tag's ``domain_code``
 
     def __post_init__(self) -> None:
         self._allocate(4)   # most partitions are one session's few turns
@@ -55,8 +71,7 @@ class Partition:
         part.frozen = np.fromiter((e.state is EntryState.FROZEN for e in entries), bool, n)
         part.expires = np.fromiter((e.expires_at for e in entries), np.float64, n)
         part.feedback = np.fromiter((e.feedback_score for e in entries), np.float32, n)
-        part.domains = np.empty(n, object)
-        part.domains[:] = [e.domain for e in entries]
+        part.domains = np.fromiter((domain_code(e.domain) for e in entries), np.int32, n)
         part.label_row = dict(zip(labels.tolist(), range(n)))
         return part
 
@@ -73,7 +88,7 @@ class Partition:
         self.frozen = grow(getattr(self, "frozen", None), (capacity,), bool)
         self.expires = grow(getattr(self, "expires", None), (capacity,), np.float64)
         self.feedback = grow(getattr(self, "feedback", None), (capacity,), np.float32)
-        self.domains = grow(getattr(self, "domains", None), (capacity,), object)
+        self.domains = grow(getattr(self, "domains", None), (capacity,), np.int32)
         self.labels = grow(getattr(self, "labels", None), (capacity,), np.int64)
         self.ctx_slot = grow(getattr(self, "ctx_slot", None), (capacity,), np.int32)
         self.ctx_slot[old:] = -1
@@ -101,13 +116,14 @@ class Partition:
     def set_row(self, row: int, entry: Entry) -> None:
         if entry.turn_vector.size:          # a stored (vector-less) entry keeps the row's vectors
             self.vectors[row] = entry.turn_vector
+            self.version += 1
         if entry.context_vector is None or entry.context_vector.size:   # size 0: keep the row's
             self._set_context(row, entry.context_vector)
         self.servable[row] = entry.state.servable
         self.frozen[row] = entry.state is EntryState.FROZEN
         self.expires[row] = entry.expires_at
         self.feedback[row] = entry.feedback_score
-        self.domains[row] = entry.domain
+        self.domains[row] = domain_code(entry.domain)
 
     def append(self, entry: Entry, label: int) -> int:
         row = len(self.ids)
@@ -121,6 +137,12 @@ class Partition:
             self.graph.add(self.labels[row:row + 1], self.vectors[row:row + 1])
             self.edits += 1
         return row
+
+    def in_domain(self, domain: str, n: int) -> np.ndarray:
+        """Rows of ``domain`` or 'general' among the first ``n``."""
+        codes = self.domains[:n]
+        code = _DOMAIN_CODES.get(domain)        # None: no row was ever tagged so
+        return codes == 0 if code is None else (codes == code) | (codes == 0)
 
     def full(self, row: int, stored: Entry) -> Entry:
         """The stored entry with the row's vectors back, in float32 as they were put."""
@@ -148,6 +170,7 @@ class Partition:
         """Swap-remove a row; returns the id that moved into ``row`` (or None)."""
         last = len(self.ids) - 1
         moved = None
+        self.version += 1
         del self.label_row[int(self.labels[row])]
         self._set_context(row, None)
         if self.graph is not None:

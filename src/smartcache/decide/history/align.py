@@ -12,9 +12,10 @@ Identical turns match by digest; the few that differ are paired in order (``alig
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from typing import Sequence
+
+from cydifflib import SequenceMatcher
 
 from smartcache.context import TurnRecord
 from smartcache.decide.tokens import _common_share, _tokens
@@ -83,7 +84,7 @@ def align(probe: Sequence[TurnRecord], cached: Sequence[TurnRecord]) -> HistoryD
     mid_p, mid_c = probe[head:len(probe) - tail], cached[head:len(cached) - tail]
     matched = head + tail
     changes: list[TurnChange] = []
-    matcher = difflib.SequenceMatcher(None, [t.digest for t in mid_c], [t.digest for t in mid_p], autojunk=False)
+    matcher = SequenceMatcher(None, [t.digest for t in mid_c], [t.digest for t in mid_p], autojunk=False)
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         if op == "equal":
             matched += i2 - i1

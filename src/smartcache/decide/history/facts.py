@@ -6,13 +6,12 @@ can depend on (a number, a name, the opening request, the same question answered
 
 from __future__ import annotations
 
-import difflib
 import re
 from typing import Sequence
 
 from smartcache.decide.history.align import HistoryDiff, TurnChange
 from smartcache.decide.history.thread import _is_content, first_request
-from smartcache.decide.tokens import _SHOWN, _common_share, _tokens
+from smartcache.decide.tokens import _SHOWN, _common_share, _tokens, diff
 from smartcache.fingerprint import Signature
 
 # Entity kinds that are facts of a conversation: one side stating a value the other never
@@ -92,7 +91,7 @@ def _edited_words(change: TurnChange, *, near: float) -> tuple[str, str] | None:
         return None
     old: list[str] = []
     new: list[str] = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, ta, tb, autojunk=False).get_opcodes():
+    for op, i1, i2, j1, j2 in diff(ta, tb).opcodes:
         if op != "equal":
             old += ta[i1:i2]
             new += tb[j1:j2]
