@@ -388,7 +388,7 @@ def test_the_chat_lane_refuses_a_body_over_the_limit_and_answers_other_paths_thr
 
 
 @pytest.mark.parametrize("backend", ["memory", "sqlite"])
-def test_only_a_store_in_memory_is_looked_up_on_the_event_loop(backend, encoder, tmp_path):
+def test_only_a_store_in_memory_is_looked_up_on_the_event_loop_and_then_on_one_thread(backend, encoder, tmp_path):
     # On SQLite (or Redis) a store call may wait on another process: on the event loop it would
     # stall every request. In memory there is nothing to wait for, and the thread hop cost more.
     import threading
@@ -412,6 +412,11 @@ def test_only_a_store_in_memory_is_looked_up_on_the_event_loop(backend, encoder,
         assert chat(client, [U("What is a cache made of?")]).status_code == 200
     # In memory the exact path runs on the loop, and the second repeat ends there; the encoder never does.
     assert all(t is not loop_thread for t in seen["whole"])
+    # The whole lookup: in memory, always the one lookup thread (lookups take turns under the GIL
+    # anyway); on SQLite, the shared pool, where one lookup's wait on a lock holds up no other.
+    lookup_threads = {t.name.startswith("smartcache-lookup") for t in seen["whole"]}
+    assert lookup_threads == {backend == "memory"}
+    assert backend == "sqlite" or len(set(seen["whole"])) == 1
     assert len(seen["whole"]) == (3 if backend == "memory" else 4)
     assert seen["exact"] == ([loop_thread] * 4 if backend == "memory" else [])
 

@@ -150,6 +150,7 @@ def create_app(cache: SmartCache, engine, settings: GatewaySettings | None = Non
         ticker.cancel()
         await service.shadow.drain()
         await asyncio.to_thread(cache.flush_hits)       # the last second's hit counts
+        service.close()
         if close_engine:
             await engine.aclose()
 
