@@ -332,3 +332,19 @@ def test_the_one_scan_prechecks_read_as_every_pattern_reads():
         assert tags.task_actions(text) == actions(text), text
         named += any(sides(text))
     assert named > 300          # the sets do name sides: the precheck is exercised both ways
+
+
+def test_contradictions_read_the_requests_dates_only_when_the_answer_names_one():
+    """``contradictions`` skips the turns' dates when the answer names none: the same problems as
+    the full reading, on dev-set turns against answers with and without dates, money, lists and days."""
+    from smartcache.decide.validate import check_answer, constraints_of, contradictions
+
+    answers = ["总计约6200元，第3天去西湖。", "Day 2: museums. Total $450.", "1. A\n2. B\n3. C",
+               "The 2026-05-01 flight leaves at 9.", "五月一日出发，预算4000元。", "Sure, here it is.",
+               "Booked for March 3rd and March 5th.", ""]
+    turns = sorted(dev_texts())[::7]
+    for i, turn in enumerate(turns):
+        history = [turns[i - 1]] if i % 3 else []
+        for answer in answers:
+            assert contradictions(history + [turn], answer) == check_answer(constraints_of(history + [turn]), answer)
+    assert any(contradictions([t], a) for t in turns for a in answers if "date" in " ".join(contradictions([t], a)))

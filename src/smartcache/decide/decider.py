@@ -21,7 +21,7 @@ from smartcache.decide.match import ALL_RULES, MODIFY, Switches, judge
 from smartcache.decide.rules import ReasonCode as R
 from smartcache.decide.thresholds import Thresholds, ThresholdTable
 from smartcache.decide.verifier import MODIFY as P_MODIFY, SAME as P_SAME, TreeVerifier
-from smartcache.decide.validate import check_answer, constraints_of
+from smartcache.decide.validate import contradictions
 from smartcache.defaults import DEFAULTS
 from smartcache.fingerprint import HIGH_RISK_DOMAINS, ChangeFlag, Fingerprint
 from smartcache.fingerprint.tags import corrects_an_answer, intent_domain
@@ -348,7 +348,7 @@ class Decider:
     def validate_repeat(self, current: str, answer: str) -> list[str]:
         """``_validate`` for a word-for-word repeat after the same history (the exact path):
         only the current turn's constraints are new to the cached answer."""
-        return check_answer(constraints_of([current]), answer) if self.validate else []
+        return contradictions([current], answer) if self.validate else []
 
     def check_facts(self, fp: Fingerprint, entry: Entry) -> list[str]:
         """What of the cached answer's key facts contradicts this request (empty: nothing)."""
@@ -362,7 +362,7 @@ class Decider:
         same_history = entry.prefix_hash == fp.signature.history_hash
         history = [] if same_history else [t.text for t in fp.view.history if t.role == "user"]
         user_turns = history + [fp.signature.text]
-        return check_answer(constraints_of(user_turns), entry.answer.text)
+        return contradictions(user_turns, entry.answer.text)
 
 
 __all__ = ["Decider", "Gate", "ServePolicy", "lang_of", "stratum_of", "tier_of", "words_only"]

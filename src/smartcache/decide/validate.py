@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterable
+from functools import lru_cache
+from typing import Iterable, Sequence
 
 from smartcache.fingerprint.entities import extract_entities
 
@@ -44,10 +45,11 @@ _LIST_ITEM = re.compile(r"^\s*(?:\d+[.)、]|[-*•])\s*\S", re.M)
 _MONEY = re.compile(r"(?<!\d)(\d+(?:\.\d+)?)\s*元|\$\s?(\d+(?:\.\d+)?)")
 
 
-def constraints_of(texts: Iterable[str]) -> Constraints:
-    """Constraints stated in the user's turns (later turns override earlier ones)."""
+def constraints_of(texts: Iterable[str], *, dates: bool = True) -> Constraints:
+    """Constraints stated in the user's turns (later turns override earlier ones); ``dates``
+    False leaves the dates unread (no answer that names none can contradict them)."""
     budget = count = days = None
-    dates: set[str] = set()
+    found: set[str] = set()
     for text in texts:
         for pattern in _BUDGET:
             for m in pattern.finditer(text):
@@ -58,8 +60,25 @@ def constraints_of(texts: Iterable[str]) -> Constraints:
         for pattern in _DAYS:
             for m in pattern.finditer(text):
                 days = int(m.group(1))
-        dates |= {e.value for e in extract_entities(text) if e.kind == "date"}
-    return Constraints(budget=budget, count=count, days=days, dates=frozenset(dates))
+        if dates:
+            found |= _dates(text)
+    return Constraints(budget=budget, count=count, days=days, dates=frozenset(found))
+
+
+def contradictions(turns: Sequence[str], answer: str) -> list[str]:
+    """``check_answer(constraints_of(turns), answer)``, with the turns' dates read only when the
+    answer names a date: reading them is most of the work, and most answers name none."""
+    return check_answer(constraints_of(turns, dates=bool(_answer_dates(answer))), answer)
+
+
+def _dates(text: str) -> set[str]:
+    return {e.value for e in extract_entities(text) if e.kind == "date"}
+
+
+@lru_cache(maxsize=2048)
+def _answer_dates(answer: str) -> frozenset[str]:
+    """Memoised: a cached answer is checked by every lookup it is a candidate of."""
+    return frozenset(_dates(answer))
 
 
 def key_facts(answer: str) -> tuple[str, ...]:
@@ -92,7 +111,7 @@ def check_answer(constraints: Constraints, answer: str) -> list[str]:
         if marks and max(marks) != constraints.days:
             problems.append(f"days: the answer plans {max(marks)} days, {constraints.days} were asked for")
     if constraints.dates:
-        answer_dates = {e.value for e in extract_entities(answer) if e.kind == "date"}
+        answer_dates = _answer_dates(answer)
         if answer_dates and not answer_dates & constraints.dates:
             problems.append(f"dates: the answer is about {sorted(answer_dates)}, not {sorted(constraints.dates)}")
     return problems

@@ -106,6 +106,7 @@ def _any_of(patterns: Iterable[re.Pattern[str]]) -> re.Pattern[str]:
 # however alike their words. Classes hold synonyms; a turn may name several.
 _ACTIONS: dict[str, re.Pattern[str]] = {name: _rx(*parts) for name, parts in action_classes().items()}
 _ANY_ACTION = _any_of(_ACTIONS.values())
+_EITHER_SIDE = tuple(_any_of(pair) for pair in ANTONYMS)
 _ANY_ANTONYM = _any_of(p for pair in ANTONYMS for p in pair)
 
 _DOMAINS: dict[str, re.Pattern[str]] = {
@@ -201,7 +202,10 @@ def action_sides(text: str) -> tuple[int, ...]:
     if not _ANY_ANTONYM.search(text):      # most turns name no side of any pair
         return (0,) * len(ANTONYMS)
     sides = []
-    for first, second in ANTONYMS:
+    for (first, second), either in zip(ANTONYMS, _EITHER_SIDE):
+        if not either.search(text):
+            sides.append(0)
+            continue
         # Remove the second side first: "uninstall" contains "install", "取消订阅" contains "订阅".
         has_second = bool(second.search(text))
         has_first = bool(first.search(second.sub(" ", text)))
