@@ -95,6 +95,9 @@ def test_a_config_file_overrides_per_domain(tmp_path):
     ("this is not toml", "not valid TOML"),
     ('[auth]\ntrust_tenant_header = "false"\n', "true or false"),
     ("[auth]\nkeys = []\n", "invalid config"),
+    # Its readers open the file again: an in-memory database would be another, empty one.
+    ('[store]\nbackend = "sqlite"\npath = ":memory:"\n', "needs a file path"),
+    ('[store]\nbackend = "sqlite"\npath = "file:c.db?mode=memory"\n', "needs a file path"),
 ])
 def test_bad_config_is_a_config_error(tmp_path, text, match):
     path = tmp_path / "bad.toml"

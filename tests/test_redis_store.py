@@ -95,6 +95,21 @@ def test_a_batch_of_hits_is_one_write_and_skips_deleted_entries(store):
     assert store.get(gone.cache_id) is None      # never brought back by its hits
 
 
+def test_an_entry_whose_count_is_malformed_loses_its_hits_and_the_batch_is_not_retried(store, caplog):
+    # Inside MULTI/EXEC a failing command fails alone: the other entries' hits are written, so the
+    # batch must not be refused (the next flush would count them again).
+    good, bad = entry(unit(np.random.default_rng(9))[0]), entry(unit(np.random.default_rng(10))[0])
+    store.put(good)
+    store.put(bad)
+    store.r.hset(store._key(bad.cache_id), "hits", "not a number")
+    with caplog.at_level("WARNING", logger="smartcache.store"):
+        store.add_hits({good.cache_id: (2, 5.0), bad.cache_id: (4, 5.0)})      # no StoreError
+    assert store.get(good.cache_id).hit_count == 2
+    assert bad.cache_id in caplog.text
+    store.add_hits({good.cache_id: (1, 6.0)})
+    assert store.get(good.cache_id).hit_count == 3
+
+
 def test_a_plain_redis_is_refused_with_the_reason():
     from smartcache.store.redis import RedisStore
 

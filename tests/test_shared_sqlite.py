@@ -337,3 +337,13 @@ def test_a_claimed_marker_on_redis_has_one_holder(redis_url):
     assert a.claim_marker("lease", "A", 30.0)           # renewed by its holder
     assert a.take_marker("lease") == "A"                 # gone (as when it expires)
     assert b.claim_marker("lease", "B", 30.0) and not a.claim_marker("lease", "A", 30.0)
+
+
+@pytest.mark.parametrize("path", [":memory:", "file:c.db?mode=memory&cache=shared"])
+def test_an_in_memory_or_uri_path_is_refused_and_leaves_no_file(path, tmp_path, monkeypatch):
+    # The store's readers and its markers open the file again by name: ":memory:" would give each
+    # an empty database of its own (and a ":memory:.markers" file on disk).
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="needs a file path"):
+        SqliteStore(path, DIM)
+    assert list(tmp_path.iterdir()) == []

@@ -76,6 +76,11 @@ class StoreConfig:
                 raise ConfigError("[store] sentinels need the service name they monitor ([store] service)")
         if self.backend == "sqlite" and not self.path:
             raise ConfigError("the sqlite store needs a path ([store] path = ...)")
+        if self.backend == "sqlite" and (self.path.strip() == ":memory:" or self.path.startswith("file:")):
+            # Its lazy reads and its markers go through other connections to the same file: an
+            # in-memory database would be another, empty one to each, and a URI no file name.
+            raise ConfigError(f"the sqlite store needs a file path, not {self.path!r} "
+                              "(for a store in this process's memory: [store] backend = \"memory\")")
         if self.ann_above < 1:
             raise ConfigError("store.ann_above must be a positive number of entries")
         if isinstance(self.blas_threads, bool) or not isinstance(self.blas_threads, int) or self.blas_threads < 0:

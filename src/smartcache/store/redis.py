@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from typing import Callable, Iterable, Iterator, Mapping
 
 import numpy as np
@@ -38,6 +39,8 @@ from smartcache.store import codec
 from smartcache.store.base import Doomed, Entry, EntryState, ScoredEntry, SearchFilter, Store, Usage
 from smartcache.store.redis_connect import RedisTarget, connect
 from smartcache.store.redis_scripts import ADD_HIT, CLAIM, PENDING_DUE
+
+log = logging.getLogger("smartcache.store")
 
 _SERVABLE = "|".join(s.value for s in EntryState if s.servable)
 _NEVER = 1e300       # expires_at of an entry without a TTL, as a NUMERIC
@@ -226,15 +229,20 @@ class RedisStore(Store):
         self.add_hits({cache_id: (1, at)})
 
     def add_hits(self, hits: Mapping[str, tuple[int, float]]) -> None:
-        # One round trip, all or nothing (MULTI/EXEC): a batch refused is retried whole, never
-        # counted twice.
+        # One round trip (MULTI/EXEC): a batch refused (the connection, EXECABORT) is written not
+        # at all and retried whole. Inside EXEC a command fails alone (an entry whose hash holds
+        # no integer count) and the others are written: raising then would have the batch
+        # retried, and counted twice, every flush. Such an entry's hits are dropped instead.
         try:
             pipe = self.r.pipeline(transaction=True)
             for cache_id, (count, at) in hits.items():
                 self._add_hit(keys=[self._key(cache_id)], args=[at, count], client=pipe)
-            pipe.execute()
+            results = pipe.execute(raise_on_error=False)
         except self._redis_errors as exc:
             raise StoreError(f"Redis write failed: {exc}") from exc
+        for cache_id, result in zip(hits, results):
+            if isinstance(result, Exception):
+                log.warning("smartcache: the hit count of entry %s was not written: %s", cache_id, result)
 
     def delete(self, cache_id: str) -> bool:
         try:

@@ -94,6 +94,9 @@ class SqliteStore(Store):
                  graph_save_s: float = 900.0, **index_options) -> None:
         if synchronous.upper() not in ("NORMAL", "FULL"):
             raise ValueError("synchronous must be NORMAL or FULL")
+        if str(path).strip() == ":memory:" or str(path).startswith("file:"):
+            # Lazy reads, the change poll and the markers open the file again by its name.
+            raise ValueError(f"SqliteStore needs a file path, not {str(path)!r}: MemoryStore keeps a store in memory")
         self.path = Path(path)
         self.dim = dim
         self.corrupt = 0
