@@ -421,6 +421,21 @@ def test_only_a_store_in_memory_is_looked_up_on_the_event_loop_and_then_on_one_t
     assert seen["exact"] == ([loop_thread] * 4 if backend == "memory" else [])
 
 
+def test_an_app_started_again_looks_up_again(encoder):
+    # Its shutdown lets the lookup thread go; a second start must make another, not fail a lookup.
+    from fastapi.testclient import TestClient
+
+    from smartcache.gateway import GatewaySettings
+
+    cache = SmartCache(load_config(store={"backend": "memory"}, lifecycle={"promotion_window_s": 0.0}),
+                       encoder=encoder)
+    app = create_app(cache, FakeEngine(model_id=MODEL), GatewaySettings(regenerate_window_s=0), close_engine=False)
+    for asked in ("What is a cache?", "What is a queue?"):
+        with TestClient(app) as client:
+            assert chat(client, [U(asked)]).headers["x-smartcache-status"] == "miss"
+            assert chat(client, [U(asked + " Explain briefly.")]).status_code == 200   # the whole lookup
+
+
 def test_a_store_in_memory_held_by_another_thread_is_not_free_now():
     # A put builds a pool's graph under the store's lock (seconds): the event loop must not wait.
     import threading

@@ -113,13 +113,20 @@ def _courtesy(kind: str = "courtesy") -> tuple[tuple[str, ...], ...]:
     return tuple(sorted((p for p in phrases if p), key=lambda p: (-len(p), p)))
 
 
-@functools.lru_cache(maxsize=16384)
 def tokens(text: str) -> tuple[str, ...]:
     """The tokens of a normalised text, apostrophes dropped ("i'm" is "im"), courtesy dropped:
     a clause of courtesy alone at either end ("hi, …", "…, thanks"), or its inner kind anywhere
     ("please", 一下, 请问). A courtesy word inside a clause may be what is asked about ("how do you
-    say thank you", "谢谢用日语怎么说"), so it stays. Memoised (a tuple, so no caller changes a
-    shared result): a cached turn is read again by every lookup it is a candidate of."""
+    say thank you", "谢谢用日语怎么说"), so it stays. Memoised up to ``_MEMO_CHARS`` characters
+    (a tuple, so no caller changes a shared result): a cached turn is read again by every lookup
+    it is a candidate of, and a long one would hold a hundred kilobytes of strings."""
+    return _short_tokens(text) if len(text) <= _MEMO_CHARS else _tokens_of(text)
+
+
+_MEMO_CHARS = 200
+
+
+def _tokens_of(text: str) -> tuple[str, ...]:
     clauses = [c for c in _CLAUSE.split(text.lower()) if c.strip()]
     opened = False
     while len(clauses) > 1 and _is_courtesy(clauses[0]):
@@ -129,6 +136,9 @@ def tokens(text: str) -> tuple[str, ...]:
     while len(clauses) > 1 and _is_courtesy(clauses[-1]):
         clauses = clauses[:-1]
     return tuple(_drop_inner(_drop_lead([t.replace("'", "") for t in _TOKEN.findall(" ".join(clauses))])))
+
+
+_short_tokens = functools.lru_cache(maxsize=8192)(_tokens_of)
 
 
 def _drop_lead(out: list[str]) -> list[str]:

@@ -12,7 +12,6 @@ diffs as no change at all.
 
 from __future__ import annotations
 
-import difflib
 import re
 from functools import lru_cache
 from typing import Hashable, NamedTuple, Sequence
@@ -65,7 +64,7 @@ class Diff(NamedTuple):
     """What ``difflib.SequenceMatcher(None, a, b, autojunk=False)`` says of two sequences."""
 
     opcodes: tuple[tuple[str, int, int, int, int], ...]
-    blocks: tuple[difflib.Match, ...]
+    blocks: tuple[tuple[int, int, int], ...]      # cydifflib's Match (a, b, size) of each block
 
 
 @lru_cache(maxsize=4096)

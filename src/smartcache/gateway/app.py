@@ -148,9 +148,9 @@ def create_app(cache: SmartCache, engine, settings: GatewaySettings | None = Non
         ticker = asyncio.create_task(_promote_on_time(service))
         yield
         ticker.cancel()
+        service.close()
         await service.shadow.drain()
         await asyncio.to_thread(cache.flush_hits)       # the last second's hit counts
-        service.close()
         if close_engine:
             await engine.aclose()
 

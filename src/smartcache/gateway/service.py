@@ -89,13 +89,15 @@ class ChatService:
         # more paraphrase hits a second at 16 and 64 clients (docs/results.md, issue 29). A
         # store that waits (SQLite's locks, Redis's round trips) keeps the shared pool, where
         # one request's wait holds up no other's.
-        self._lookups = ThreadPoolExecutor(1, thread_name_prefix="smartcache-lookup") \
-            if cache.backend.in_memory else None
+        self._one_lookup_thread = cache.backend.in_memory
+        self._lookups: ThreadPoolExecutor | None = None     # made on first use, again after close()
 
     def close(self) -> None:
-        """Let the lookup thread go (at the gateway's shutdown; lookups still queued finish)."""
+        """Let the lookup thread go (at the gateway's shutdown; lookups still queued finish). An
+        app started again makes another."""
         if self._lookups is not None:
             self._lookups.shutdown(wait=False)
+            self._lookups = None
 
     def telemetry_view(self) -> Telemetry:
         """What the admin API shows: this process's figures, or every worker's added up."""
@@ -124,7 +126,9 @@ class ChatService:
         served: _Served | None | object = _UNDECIDED
         if self.cache.backend.in_memory and self.cache.backend.free_now():
             served = self._look_up(turn, exact_only=True)
-        if served is _UNDECIDED and self._lookups is not None:
+        if served is _UNDECIDED and self._one_lookup_thread:
+            if self._lookups is None:
+                self._lookups = ThreadPoolExecutor(1, thread_name_prefix="smartcache-lookup")
             served = await asyncio.get_running_loop().run_in_executor(self._lookups, self._look_up, turn)
         elif served is _UNDECIDED:
             served = await asyncio.to_thread(self._look_up, turn)

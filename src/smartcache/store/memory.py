@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import heapq
 import threading
+import weakref
 from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -32,6 +33,7 @@ from smartcache.store.graph import Graph
 from smartcache.store.partition import Partition as _Partition
 
 _GLOBAL_POOL = "\x00global"
+_SCANS_KEPT = 4     # a lookup's two pools, twice: its domain's rows, then every domain's
 # Stored entries drop their own copies of the turn and context vectors (the partition's
 # matrices hold them): at a million entries those copies are 4 GB. Entries handed out get
 # them back. A stored entry's context_vector is None when it has none, else this marker.
@@ -74,9 +76,11 @@ class MemoryStore(Store):
         self._pending: dict[str, float] = {}
         self._invalid: set[str] = set()
         self._lock = threading.RLock()
-        # The last full scan's scores: a lookup scans a pool twice with one vector (the request's
-        # domain, then every domain for the near-exact path). (vectors, version, rows, vector, scores)
-        self._last_scan: tuple[np.ndarray, int, int, np.ndarray, np.ndarray] | None = None
+        # The last full scans' scores: a lookup scans its session's pool and the global pool,
+        # then both again with the same vector (the request's domain, then every domain for the
+        # near-exact path). (the partition, weakly: a dropped pool is not kept; its version; its
+        # rows; the vector; the scores), the latest last.
+        self._scans: list[tuple[weakref.ref, int, int, np.ndarray, np.ndarray]] = []
 
     def free_now(self) -> bool:
         if self._lock.acquire(blocking=False):
@@ -291,15 +295,15 @@ class MemoryStore(Store):
 
     def _scan(self, part: _Partition, vector: np.ndarray) -> np.ndarray:
         """Every row's score against ``vector``; the same array again while neither the rows
-        nor the vector changed (compared by identity: a row's vector is changed in place only
-        with the partition's version bumped). Call with the lock held."""
+        nor the vector changed (the vector compared by identity; the partition bumps its
+        ``version`` whenever a row's vector changes in place or its matrix is replaced). Call
+        with the lock held."""
         n = len(part.ids)
-        last = self._last_scan
-        if last is not None and last[0] is part.vectors and last[1] == part.version and last[2] == n \
-                and last[3] is vector:
-            return last[4]
+        for ref, version, rows, seen, scores in self._scans:
+            if ref() is part and version == part.version and rows == n and seen is vector:
+                return scores
         scores = part.vectors[:n] @ vector
-        self._last_scan = (part.vectors, part.version, n, vector, scores)
+        self._scans = [*self._scans[-(_SCANS_KEPT - 1):], (weakref.ref(part), part.version, n, vector, scores)]
         return scores
 
     @staticmethod

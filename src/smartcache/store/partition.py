@@ -48,7 +48,7 @@ class Partition:
     ctx_pool: np.ndarray = field(init=False)
     ctx_free: list[int] = field(default_factory=list)
     edits: int = 0                             # rows added to or removed from the graph (when to save it)
-    version: int = 0                           # bumped when a row's vector changes in place (the scan memo)
+    version: int = 0                           # bumped when a row's vector or the matrix changes (the scan memo)
     servable: np.ndarray = field(init=False)   # bool: state is servable
     frozen: np.ndarray = field(init=False)     # bool: exempt from expiry
     expires: np.ndarray = field(init=False)    # float64 expiry time
@@ -84,6 +84,7 @@ class Partition:
             return new
         current = getattr(self, "vectors", None)
         self.vectors = grow(current, (capacity, self.dim), current.dtype if current is not None else np.float32)
+        self.version += 1
         self.servable = grow(getattr(self, "servable", None), (capacity,), bool)
         self.frozen = grow(getattr(self, "frozen", None), (capacity,), bool)
         self.expires = grow(getattr(self, "expires", None), (capacity,), np.float64)
@@ -114,7 +115,9 @@ class Partition:
         self.ctx_pool[slot] = context
 
     def set_row(self, row: int, entry: Entry) -> None:
-        if entry.turn_vector.size:          # a stored (vector-less) entry keeps the row's vectors
+        # A stored (vector-less) entry keeps the row's vectors, and so does an update that
+        # hands back the row's own (a promotion, a feedback): a search's scores still hold.
+        if entry.turn_vector.size and not np.array_equal(self.vectors[row], entry.turn_vector):
             self.vectors[row] = entry.turn_vector
             self.version += 1
         if entry.context_vector is None or entry.context_vector.size:   # size 0: keep the row's
@@ -165,6 +168,7 @@ class Partition:
             self.label_row = dict(zip(labels.tolist(), range(n)))
         self.graph = graph
         self.vectors = self.vectors.astype(np.float16, copy=False)
+        self.version += 1           # the rows' scores move by about 1e-3
 
     def remove(self, row: int) -> str | None:
         """Swap-remove a row; returns the id that moved into ``row`` (or None)."""
