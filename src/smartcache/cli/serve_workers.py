@@ -33,7 +33,9 @@ import sys
 import tempfile
 import time
 
+from uvicorn.config import STARTUP_FAILURE, Config
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.supervisors.multiprocess import Process
 
 from smartcache.cli.console import fail
 from smartcache.engine.server import PARENT_ENV, die_with_parent
@@ -77,9 +79,8 @@ def run_workers(args: argparse.Namespace, workers: int) -> int:
         os.environ[WORKER_ENV] = json.dumps(spec)
         print(f"smartcache: serving on http://{args.host}:{args.port} with {workers} workers "
               "(dashboard: /dashboard)", file=sys.stderr)
-        uvicorn.run("smartcache.cli.serve_workers:worker_app", factory=True, workers=workers, host=args.host,
-                    port=args.port, log_level=args.log_level.lower(), timeout_keep_alive=args.keep_alive,
-                    loop="uvloop", http=NoDelayHttpTools)
+        _serve(workers, host=args.host, port=args.port, log_level=args.log_level.lower(),
+               timeout_keep_alive=args.keep_alive)
         return 0
     except (OSError, SmartCacheError, RuntimeError, ValueError) as exc:
         return fail(exc)
@@ -89,6 +90,55 @@ def run_workers(args: argparse.Namespace, workers: int) -> int:
         if engine is not None:
             stop(engine)
         shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def _serve(workers: int, **options) -> None:
+    """uvicorn's supervisor, with a listening socket of its own for each worker where the system
+    has SO_REUSEPORT. On one shared socket, the worker that wakes first accepts every
+    connection waiting: sixteen clients opening their keep-alive connections at once all landed
+    on one worker (16 and 0, 15 and 1, by ``ss``), and the other core idled. Sockets of one
+    port each in their own worker are dealt connections by the kernel, by a hash of each."""
+    import uvicorn
+    from uvicorn.supervisors import multiprocess
+
+    config_type = _ReusePortConfig if hasattr(socket, "SO_REUSEPORT") else uvicorn.Config
+    config = config_type("smartcache.cli.serve_workers:worker_app", factory=True, workers=workers,
+                         loop="uvloop", http=NoDelayHttpTools, **options)
+    sock = config.bind_socket()         # the port is taken here, once (port 0: the one each worker binds)
+    config.port = sock.getsockname()[1]
+    if config_type is _ReusePortConfig:
+        # Every worker uvicorn starts or restarts is a _OwnSocketProcess (the supervisor names the
+        # class at each start); this parent serves nothing else.
+        multiprocess.Process = _OwnSocketProcess
+    multiprocess.Multiprocess(config, sockets=[sock]).run()
+
+
+class _ReusePortConfig(Config):
+    def bind_socket(self) -> socket.socket:
+        """A TCP socket on host and port with SO_REUSEPORT (``serve`` has no Unix socket or fd
+        option). The parent's is never listened on, so the workers' sockets share the port."""
+        family = socket.AF_INET6 if self.host and ":" in self.host else socket.AF_INET
+        sock = socket.socket(family=family)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        try:
+            sock.bind((self.host, self.port))
+        except OSError:
+            sock.close()
+            raise
+        sock.set_inheritable(True)
+        return sock
+
+
+class _OwnSocketProcess(Process):
+    def target(self, sockets: list[socket.socket] | None = None) -> None:
+        """In the worker: listen on a socket of its own on the same port, not on the parent's."""
+        try:
+            own = self.config.bind_socket()
+        except OSError as exc:
+            log.error("smartcache: a worker cannot listen on %s:%s: %s", self.config.host, self.config.port, exc)
+            sys.exit(STARTUP_FAILURE)   # the supervisor stops, rather than restart it again and again
+        super().target([own])
 
 
 class NoDelayHttpTools(HttpToolsProtocol):
