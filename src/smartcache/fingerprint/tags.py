@@ -101,6 +101,7 @@ def _any_of(patterns: Iterable[re.Pattern[str]]) -> re.Pattern[str]:
     an alternation stays inside it): a text none of them names is told apart in one scan."""
     return _rx(*(f"(?:{p.pattern})" for p in patterns))
 
+
 # What the turn asks to be done. Two requests about the same thing that ask for
 # different actions ("部署" / "调试", "return" / "exchange") are different tasks,
 # however alike their words. Classes hold synonyms; a turn may name several.
