@@ -148,7 +148,7 @@ def create_app(cache: SmartCache, engine, settings: GatewaySettings | None = Non
         ticker = asyncio.create_task(_promote_on_time(service))
         yield
         ticker.cancel()
-        service.close()
+        await asyncio.to_thread(service.close)     # joins the markers writer: off the loop
         await service.shadow.drain()
         await asyncio.to_thread(cache.flush_hits)       # the last second's hit counts
         if close_engine:

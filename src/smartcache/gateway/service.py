@@ -93,11 +93,13 @@ class ChatService:
         self._lookups: ThreadPoolExecutor | None = None     # made on first use, again after close()
 
     def close(self) -> None:
-        """Let the lookup thread go (at the gateway's shutdown; lookups still queued finish). An
-        app started again makes another."""
+        """Let the lookup thread go (at the gateway's shutdown; lookups still queued finish) and
+        the markers' writer too, once it has written what waits. An app started again makes
+        others."""
         if self._lookups is not None:
             self._lookups.shutdown(wait=False)
             self._lookups = None
+        self.feedback.close()           # the served hits' markers still waiting are written
 
     def telemetry_view(self) -> Telemetry:
         """What the admin API shows: this process's figures, or every worker's added up."""
