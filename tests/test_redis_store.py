@@ -15,7 +15,7 @@ import pytest
 
 from smartcache import SmartCache, Zone, load_config
 from smartcache.errors import StoreError
-from smartcache.store import EntryState, Scope, Store
+from smartcache.store import EntryState, Scope, SearchFilter, Store
 from test_store_backends import DIM, entry, flt, unit
 
 @pytest.fixture
@@ -108,6 +108,23 @@ def test_an_entry_whose_count_is_malformed_loses_its_hits_and_the_batch_is_not_r
     assert bad.cache_id in caplog.text
     store.add_hits({good.cache_id: (1, 6.0)})
     assert store.get(good.cache_id).hit_count == 3
+
+
+def test_a_malformed_hash_is_skipped_by_searches_and_a_typed_error_when_asked_for(store):
+    # As an unreadable SQLite row is skipped and counted: one bad hash must not fail every
+    # lookup that meets it, and reading it by id says what is wrong.
+    good, bad = entry(unit(np.random.default_rng(12))[0]), entry(unit(np.random.default_rng(13))[0])
+    store.put(good)
+    store.put(bad)
+    store.r.hset(store._key(bad.cache_id), "hits", "not a number")
+    flt = SearchFilter(tenant=good.tenant, version_key=good.version_key, session_id=good.session_id)
+    for vector in (good.turn_vector, bad.turn_vector):
+        assert [h.entry.cache_id for h in store.search(flt, vector, 4)] == [good.cache_id]
+    assert [e.cache_id for e in store.find(tenant=good.tenant)] == [good.cache_id]
+    assert {e.cache_id for e in store} == {good.cache_id}
+    assert store.corrupt >= 4
+    with pytest.raises(StoreError, match="cannot be decoded"):
+        store.get(bad.cache_id)
 
 
 def test_a_plain_redis_is_refused_with_the_reason():

@@ -58,6 +58,7 @@ class RedisStore(Store):
         import redis
 
         self.dim = dim
+        self.corrupt = 0              # entries skipped because their hash could not be decoded
         self.prefix = prefix
         self.index = f"{prefix}idx"
         self._redis_errors = (redis.RedisError, OSError)
@@ -155,11 +156,25 @@ class RedisStore(Store):
 
     def _decode(self, raw: dict) -> Entry:
         raw = {(k.decode() if isinstance(k, bytes) else k): v for k, v in raw.items()}
-        fields = json.loads(raw["data"])
-        # The fields replicas change in place are authoritative in the hash, not in the JSON.
-        fields.update(state=_s(raw["state"]), feedback_score=float(raw["feedback"]), hit_count=int(raw["hits"]),
-                      last_hit_at=float(raw["last_hit"]))
-        return codec.entry_from(fields, raw["vec"], raw.get("ctx"), self.dim)
+        try:
+            fields = json.loads(raw["data"])
+            # The fields replicas change in place are authoritative in the hash, not in the JSON.
+            fields.update(state=_s(raw["state"]), feedback_score=float(raw["feedback"]), hit_count=int(raw["hits"]),
+                          last_hit_at=float(raw["last_hit"]))
+            return codec.entry_from(fields, raw["vec"], raw.get("ctx"), self.dim)
+        except (KeyError, ValueError, TypeError) as exc:      # a hash left malformed by another writer
+            raise StoreError(f"an entry in Redis cannot be decoded: {exc!r}") from exc
+
+    def _readable(self, docs: Iterable[dict]) -> Iterator[Entry]:
+        """The entries of ``docs`` that decode. One that does not is skipped and counted, as an
+        unreadable SQLite row is: one bad hash must not fail every search that meets it."""
+        for doc in docs:
+            try:
+                yield self._decode(doc)
+            except StoreError as exc:
+                self.corrupt += 1
+                if self.corrupt == 1 or self.corrupt % 1000 == 0:     # not a line a lookup that meets it
+                    log.error("smartcache: skipping an unreadable entry in Redis (%d so far): %s", self.corrupt, exc)
 
     def _write(self, pipe, entry: Entry) -> None:
         key = self._key(entry.cache_id)
@@ -335,7 +350,7 @@ class RedisStore(Store):
         out = []
         for doc in _docs(reply):
             dist = float(doc.pop("dist"))
-            out.append(ScoredEntry(self._decode(doc), 1.0 - dist))
+            out += [ScoredEntry(entry, 1.0 - dist) for entry in self._readable([doc])]
         return out
 
     def exact(self, flt: SearchFilter, request_key: str, limit: int = 4) -> list[Entry]:
@@ -343,7 +358,7 @@ class RedisStore(Store):
         if not query:
             return []
         reply = self._search(f"{query} @rkey:{{{_hex(request_key)}}}", "LIMIT", "0", "16")
-        found = sorted((self._decode(doc) for doc in _docs(reply)), key=lambda e: -e.created_at)
+        found = sorted(self._readable(_docs(reply)), key=lambda e: -e.created_at)
         return found[:limit]
 
     def find(self, *, tenant: str | None = None, session_id: str | None = None,
@@ -366,7 +381,7 @@ class RedisStore(Store):
                 reply = self._ft("FT.SEARCH", self.index, " ".join(parts) or "*", "LIMIT",
                                                str(offset), "1000", "DIALECT", "2")
                 docs = list(_docs(reply))
-                out += [self._decode(d) for d in docs]
+                out += self._readable(docs)
                 if len(docs) < 1000:
                     return out
                 offset += 1000
@@ -397,7 +412,7 @@ class RedisStore(Store):
         for key in list(self.r.scan_iter(match=f"{self.prefix}e:*", count=1000)):
             raw = self.r.hgetall(key)
             if raw:
-                yield self._decode(raw)
+                yield from self._readable([raw])
 
     # -- counters shared by replicas ----------------------------------------------------
 
