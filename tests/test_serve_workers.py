@@ -145,7 +145,15 @@ def test_one_worker_runs_the_lifecycle_and_another_takes_over_when_it_dies(two_w
     os.kill(holder, signal.SIGKILL)                  # the holder dies without a word
     until = time.monotonic() + PATIENCE_S
     while True:                                      # another worker (the survivor or the new one) takes it
-        live = stats_by_worker(base, 2)
+        try:
+            live = stats_by_worker(base, 2)
+        except httpx.TransportError:
+            # Each worker listens on a socket of its own (SO_REUSEPORT): a connection the kernel
+            # queued on the dead worker's socket in the moment before it closed is reset
+            # (docs/configuration.md). The next ones go to the live workers.
+            assert time.monotonic() < until, "the gateway stayed unreachable after a worker died"
+            time.sleep(0.2)
+            continue
         if holder not in live and [p for p, s in live.items() if s["worker"]["runs_lifecycle"]]:
             break
         assert time.monotonic() < until, "nobody took the lifecycle over"
