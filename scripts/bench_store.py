@@ -15,10 +15,13 @@ For each size it prints, per row (each open in a fresh process):
 - ``memory``: a MemoryStore filled and its graph built once; RSS the process
   grew by per entry (entries, vectors, graph: everything), search p50 / p99,
   recall@8 and top-1 against an exact numpy scan of the float32 vectors;
-- ``sqlite rows only`` / ``sqlite cold`` / ``sqlite warm``: the same entries in
-  a SQLite file, opened with no graph at all (the rows' share of an open), then
-  without a saved graph (rebuilt, then saved) and again with it; open time and
-  its parts, RSS per entry after open, search p50 / p99.
+- ``sqlite rows only`` / ``sqlite cold`` / ``sqlite snapshot`` / ``sqlite saved graph``:
+  the same entries in a SQLite file, opened with no graph at all (the rows' share
+  of an open), then with neither a snapshot nor a saved graph (rows read, graph
+  rebuilt, both saved), then from the index snapshot (cold rows), then from the
+  rows with the saved graph (the snapshot put aside); open time and its parts, RSS
+  per entry after open (and its anonymous part: what the process itself holds),
+  search p50 / p99.
 It also prints the largest cosine error half precision causes: a context vector
 against itself, and a query's cosine to stored vectors. Figures, not
 assertions: the machine is shared.
@@ -30,6 +33,7 @@ import argparse
 import gc
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -61,6 +65,12 @@ FLAGS = [frozenset(), frozenset({ChangeFlag.ADDITION}), frozenset({ChangeFlag.RE
 def rss_mb() -> float:
     with open("/proc/self/statm") as fh:
         return int(fh.read().split()[1]) * 4096 / 2**20
+
+
+def anon_mb() -> float:
+    """Resident anonymous memory: the process's own, not pages of files it mapped."""
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith("RssAnon:")) / 1024
 
 
 def sha(text: str) -> str:
@@ -163,23 +173,27 @@ def open_child(path: str, n: int, count: int, ann_above: int) -> dict:
                 parts[label] = parts.get(label, 0.0) + time.perf_counter() - start
         setattr(owner, name, wrapped)
 
+    clock(sqlite.SqliteStore, "_restore", "snapshot")
     clock(sqlite.SqliteStore, "_load", "read rows")
     clock(memory.MemoryStore, "restore", "index rows")
     clock(memory.MemoryStore, "adopt_graphs", "graph")
     clock(sqlite.SqliteStore, "save_graphs", "save graph")
+    clock(sqlite.SqliteStore, "save_snapshot", "save snapshot")
     q, truth = queries(n, count)
     gc.collect()
-    before = rss_mb()
+    before, before_anon = rss_mb(), anon_mb()
     start = time.perf_counter()
     store = SqliteStore(path, DIM, ann_above=ann_above)
     opened = time.perf_counter() - start
     grown = (rss_mb() - before) / n * 1024
+    anon = (anon_mb() - before_anon) / n * 1024
     p50, p99, recall, top1 = timed(store, q, truth)
     status = next(iter(store.graph_status.values()), "no graph")
-    parts["read rows"] -= parts.get("index rows", 0.0)
-    # save_graphs at the end of open is inside __init__, not inside adopt_graphs
-    return {"open_s": opened, "kb": grown, "p50": p50, "p99": p99, "recall": recall, "top1": top1,
-            "status": status, "parts": parts}
+    if "read rows" in parts:
+        parts["read rows"] -= parts.get("index rows", 0.0)
+    store._closing.set()            # no save at exit: the next row opens the files as they are
+    return {"open_s": opened, "kb": grown, "anon_kb": anon, "p50": p50, "p99": p99, "recall": recall,
+            "top1": top1, "status": status, "snapshot": store.snapshot_status, "parts": parts}
 
 
 def bench(n: int, count: int, folder: Path, *, memory: bool, reuse_graph: bool) -> None:
@@ -219,21 +233,31 @@ def bench_sqlite(n: int, count: int, folder: Path, reuse_graph: bool) -> None:
         print(f"(wrote {n:,} rows to SQLite in {time.perf_counter() - start:.0f} s, "
               f"{path.stat().st_size / n:.0f} bytes a row)", flush=True)
     graph_dir = path.with_name(path.name + ".hnsw")
-    labels = ["sqlite rows only", "sqlite cold", "sqlite warm"]
-    if reuse_graph and graph_dir.is_dir() and any(graph_dir.glob("*.json")):
-        labels = ["sqlite warm"]
-    for item in graph_dir.glob("*") if graph_dir.is_dir() and len(labels) > 1 else ():
-        item.unlink()
+    index_dir = path.with_name(path.name + ".index")
+    aside = path.with_name(path.name + ".index-aside")
+    labels = ["sqlite rows only", "sqlite cold", "sqlite snapshot", "sqlite saved graph"]
+    if reuse_graph and graph_dir.is_dir() and any(graph_dir.glob("*.json")) and index_dir.is_dir():
+        labels = labels[2:]
+    if len(labels) == 4:
+        shutil.rmtree(graph_dir, ignore_errors=True)
     for label in labels:
+        if label in ("sqlite rows only", "sqlite cold"):
+            shutil.rmtree(index_dir, ignore_errors=True)
+        if label == "sqlite saved graph":
+            index_dir.rename(aside)
         # rows only: no pool gets a graph (ann_above above the size): the open time of the rows alone
         ann_above = 10**12 if label == "sqlite rows only" else 50_000
         out = subprocess.run([sys.executable, __file__, "--child", str(path), "--sizes", str(n), "--queries",
                               str(count), "--ann-above", str(ann_above)], capture_output=True, text=True,
                              check=True)
+        if label == "sqlite saved graph":
+            shutil.rmtree(index_dir, ignore_errors=True)
+            aside.rename(index_dir)
         r = json.loads(out.stdout.strip().splitlines()[-1])
         parts = ", ".join(f"{k} {v:.1f}" for k, v in r["parts"].items())
-        print(f"| {n:,} | {label} | open {r['open_s']:.1f} s ({parts}) | {r['kb']:.2f} | {r['p50']:.2f} | "
-              f"{r['p99']:.2f} | {r['recall']:.3f} | {r['top1']:.3f} | {r['status'].split(':')[0]} |", flush=True)
+        print(f"| {n:,} | {label} | open {r['open_s']:.1f} s ({parts}) | {r['kb']:.2f} ({r['anon_kb']:.2f}) | "
+              f"{r['p50']:.2f} | {r['p99']:.2f} | {r['recall']:.3f} | {r['top1']:.3f} | "
+              f"{r['status'].split(':')[0]}; {r['snapshot'].split(':')[0]} |", flush=True)
 
 
 def main() -> int:
@@ -251,8 +275,8 @@ def main() -> int:
     if args.child:
         print(json.dumps(open_child(args.child, int(args.sizes), args.queries, args.ann_above)))
         return 0
-    print("| entries | store | build / open | KB/entry (RSS) | search p50 ms | search p99 ms | recall@8 | top-1 "
-          "| graph |")
+    print("| entries | store | build / open | KB/entry: RSS (anonymous) | search p50 ms | search p99 ms | recall@8 "
+          "| top-1 | graph; index |")
     print("|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.keep or Path(tmp)

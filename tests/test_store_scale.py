@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 import uuid
 
@@ -109,6 +110,8 @@ def _stale_by_one_row_swapped(db: sqlite3.Connection, entries: list[Entry]) -> N
 def test_a_graph_that_no_longer_matches_is_rebuilt(tmp_path, change, reason):
     store, entries, queries = filled(tmp_path)
     store.close()
+    # Without the index snapshot (lost, or unusable): the rows are read and the graph checked.
+    shutil.rmtree(tmp_path / "c.db.index")
     if change is None:
         path = next((tmp_path / "c.db.hnsw").glob("*.usearch"))
         path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
@@ -127,12 +130,14 @@ def test_a_graph_that_no_longer_matches_is_rebuilt(tmp_path, change, reason):
                     & {r.entry.cache_id for r in exact.search(flt(), q, 8)}) for q in queries)
     assert found >= 0.95 * 8 * len(queries), found
     again.close()   # and the rebuilt graph is saved: the next open reuses it
-    assert SqliteStore(tmp_path / "c.db", DIM, ann_above=ANN).graph_status[POOL].startswith("reused")
+    shutil.rmtree(tmp_path / "c.db.index")
+    assert SqliteStore(tmp_path / "c.db", DIM, ann_above=ANN).graph_status[POOL].startswith("reused: loaded")
 
 
 def test_a_missing_graph_is_rebuilt(tmp_path):
     store, _, _ = filled(tmp_path)
     store.close()
+    shutil.rmtree(tmp_path / "c.db.index")
     for path in (tmp_path / "c.db.hnsw").iterdir():
         path.unlink()
     assert SqliteStore(tmp_path / "c.db", DIM, ann_above=ANN).graph_status[POOL].startswith("rebuilt: no saved")
@@ -172,11 +177,17 @@ def test_an_old_float32_context_row_still_loads(tmp_path):
     assert again.get(entries[6].cache_id).signature == entries[6].signature
 
 
-def test_sweeps_over_every_entry_read_no_row_back(tmp_path):
-    """Purge, eviction and counts read index fields only: a million lazy entries stay lazy."""
+@pytest.mark.parametrize("opened_from", ["snapshot", "rows"])
+def test_sweeps_over_every_entry_read_no_row_back(tmp_path, opened_from):
+    """Purge, eviction and counts read index fields only: a million lazy entries stay lazy,
+    whether the index was restored cold from its snapshot or read from the rows."""
     store, entries, _ = filled(tmp_path, n=50)
     store.close()
+    if opened_from == "rows":
+        shutil.rmtree(tmp_path / "c.db.index")
     again = SqliteStore(tmp_path / "c.db", DIM)
+    assert again.snapshot_status.startswith("snapshot" if opened_from == "snapshot" else "rows read"), \
+        again.snapshot_status
     again._reader.close()          # from here any read of a signature, answer or context fails
     swept = [(e.state, e.expires_at, e.created_at, e.hit_count, e.conversation_hash) for e in again]
     assert len(swept) == len(again) and again.count_by_state()["ready"] == len(again)

@@ -11,6 +11,9 @@ Context vectors live beside the turn vectors, in half precision (a context
 cosine moves by ~1e-3 at most), so a stored entry carries no array of its own;
 see ``partition``.
 
+A persistent store may restore its rows cold (``restore_cold``, from an index snapshot):
+columns only, no entry object, until something asks for a row (``cold``).
+
 A partition that grows past ``ann_above`` entries also gets an HNSW graph
 (usearch, see ``graph``; half-precision vectors, deletes supported). A search
 then asks the graph for a few times k candidates, masks them and rescores them exactly; when
@@ -29,8 +32,11 @@ import numpy as np
 
 from smartcache.defaults import section
 from smartcache.store.base import Doomed, Entry, EntryState, Scope, ScoredEntry, SearchFilter, Store, Usage
+from smartcache.store.cold import STATE_CODE, ColdRows, request_hash, stable_hash
 from smartcache.store.graph import Graph
 from smartcache.store.partition import Partition as _Partition
+from smartcache.store.partition import domain_code, domain_names
+from smartcache.store.snapshot import ROW_COLUMNS, Pool, Snapshot
 
 _GLOBAL_POOL = "\x00global"
 _SCANS_KEPT = 4     # a lookup's two pools, twice: its domain's rows, then every domain's
@@ -81,6 +87,9 @@ class MemoryStore(Store):
         # near-exact path). (the partition, weakly: a dropped pool is not kept; its version; its
         # rows; the vector; the scores), the latest last.
         self._scans: list[tuple[weakref.ref, int, int, np.ndarray, np.ndarray]] = []
+        # Rows restored from a snapshot that nothing has asked for yet: in ``_where`` and their
+        # partition, in none of the dicts above (``restore_cold``).
+        self._cold: ColdRows | None = None
 
     def free_now(self) -> bool:
         if self._lock.acquire(blocking=False):
@@ -92,7 +101,7 @@ class MemoryStore(Store):
         if entry.turn_vector.shape != (self.dim,):
             raise ValueError(f"vector of dim {entry.turn_vector.shape} in a store of dim {self.dim}")
         with self._lock:
-            if entry.cache_id in self._entries:
+            if entry.cache_id in self._where:
                 self._drop(entry.cache_id)
             key = _partition_key(entry)
             part = self._partitions.get(key)
@@ -147,14 +156,46 @@ class MemoryStore(Store):
         key, row = self._where[entry.cache_id]
         return self._partitions[key].full(row, entry)
 
+    def _entry(self, cache_id: str) -> Entry | None:
+        """The stored entry of ``cache_id``, read from the store if its row is cold (lock held)."""
+        entry = self._entries.get(cache_id)
+        if entry is not None or self._cold is None or cache_id not in self._where:
+            return entry
+        return self._warm(cache_id)
+
+    def _warm(self, cache_id: str) -> Entry | None:
+        """A cold row as an entry, from then on indexed like one put: read from the store and
+        kept. None when the store no longer has it (its removal is on its way, in the log)."""
+        key, row = self._where[cache_id]
+        part = self._partitions[key]
+        number = int(part.cold[row])
+        if number < 0:
+            return None
+        entry = self._cold.fetch(cache_id)
+        if entry is None:
+            return None
+        part.cold[row] = -1
+        self._cold.kill(number)
+        self._entries[cache_id] = entry
+        self._by_conversation.setdefault(entry.conversation_hash, set()).add(cache_id)
+        self._by_session.setdefault(entry.session_id, set()).add(cache_id)
+        self._index_request(key, entry)
+        return entry
+
+    def _cold_ids(self, found: Callable[[ColdRows], list[str]]) -> list[str]:
+        """Cold rows a lookup names, made warm (lock held)."""
+        if self._cold is None or not self._cold.count:
+            return []
+        return [i for i in found(self._cold) if self._warm(i) is not None]
+
     def get(self, cache_id: str) -> Entry | None:
         with self._lock:
-            entry = self._entries.get(cache_id)
+            entry = self._entry(cache_id)
             return self._full(entry) if entry is not None else None
 
     def update(self, cache_id: str, **changes: object) -> Entry | None:
         with self._lock:
-            old = self._entries.get(cache_id)
+            old = self._entry(cache_id)
             if old is None:
                 return None
             new = self._full(old).with_changes(**changes)
@@ -177,30 +218,49 @@ class MemoryStore(Store):
         # racing a delete finds nothing to bring back. Hits change no partition row.
         with self._lock:
             for cache_id, (count, at) in hits.items():
-                old = self._entries.get(cache_id)
+                old = self._entry(cache_id)
                 if old is not None:
                     self._entries[cache_id] = old.with_changes(hit_count=old.hit_count + count,
                                                                last_hit_at=max(at, old.last_hit_at))
 
+    def set_hits(self, hits: Mapping[str, tuple[int, float]]) -> None:
+        """Hit counts and last hits as the file has them (what other processes counted)."""
+        with self._lock:
+            for cache_id, (count, at) in hits.items():
+                old = self._entries.get(cache_id)
+                if old is not None:
+                    self._entries[cache_id] = old.with_changes(hit_count=count, last_hit_at=max(at, old.last_hit_at))
+                elif cache_id in self._where:     # cold: its columns, for usage (a read gets the file's)
+                    key, row = self._where[cache_id]
+                    number = int(self._partitions[key].cold[row])
+                    if number >= 0:
+                        cold = self._cold
+                        cold.hits[number], cold.last_hit[number] = count, max(at, cold.last_hit[number])
+
     def transition(self, cache_id: str, expected: EntryState, **changes: object) -> Entry | None:
         with self._lock:
-            entry = self._entries.get(cache_id)
+            entry = self._entry(cache_id)
             if entry is None or entry.state is not expected:
                 return None
             return self.update(cache_id, **changes)
 
     def delete(self, cache_id: str) -> bool:
         with self._lock:
-            if cache_id not in self._entries:
+            if cache_id not in self._where:
                 return False
             self._drop(cache_id)
             return True
 
     def _drop(self, cache_id: str) -> None:
         key, row = self._where.pop(cache_id)
-        entry = self._entries.pop(cache_id)
+        part = self._partitions[key]
         self._pending.pop(cache_id, None)
         self._invalid.discard(cache_id)
+        if part.cold[row] >= 0:          # in no dict: nothing to read, nothing to unindex
+            self._cold.kill(int(part.cold[row]))
+            self._remove_row(key, part, row)
+            return
+        entry = self._entries.pop(cache_id)
         same = self._by_conversation[entry.conversation_hash]
         same.discard(cache_id)
         if not same:
@@ -210,7 +270,9 @@ class MemoryStore(Store):
         if not mine:
             del self._by_session[entry.session_id]
         self._unindex_request(key, entry)
-        part = self._partitions[key]
+        self._remove_row(key, part, row)
+
+    def _remove_row(self, key: tuple[str, str, str], part: _Partition, row: int) -> None:
         moved = part.remove(row)
         if moved is not None:
             self._where[moved] = (key, row)
@@ -246,6 +308,76 @@ class MemoryStore(Store):
                 self._partitions[key] = _Partition.of_rows(self.dim, [e.cache_id for e in members], labels,
                                                            part_turns, members)
                 self._where.update(zip((e.cache_id for e in members), zip([key] * n, range(n))))
+
+    def snapshot(self, seq: int, file_id: str, unindexed: int) -> Snapshot:
+        """The index as columns (``snapshot``), every pool's rows in order. Call with every writer
+        held off (the persistent store's write lock): the matrices and graphs it hands over are
+        the partitions' own, written out after this returns."""
+        with self._lock:    # against rows made warm meanwhile: their columns move from cold to dicts
+            ids: list[str] = []
+            columns: dict[str, list] = {c: [] for c in ROW_COLUMNS}
+            columns["vectors16"], columns["vectors32"] = [], []
+            pools, sizes, cold = [], {"vectors16": 0, "vectors32": 0}, self._cold
+            for key, part in self._partitions.items():
+                n = len(part.ids)
+                matrix = "vectors16" if part.graph is not None else "vectors32"
+                pools.append(Pool(key, len(ids), n, sizes[matrix], part.graph))
+                columns[matrix].append(part.vectors[:n])
+                sizes[matrix] += n
+                ids += part.ids[:n]
+                for column, source in (("labels", part.labels), ("servable", part.servable), ("frozen", part.frozen),
+                                       ("expires", part.expires), ("feedback", part.feedback),
+                                       ("domain", part.domains)):
+                    columns[column].append(source[:n].copy())
+                rows = {c: np.zeros(n, ROW_COLUMNS[c]) for c in ("states", "created", "last_hit", "hits",
+                                                                 "conversation", "session", "request")}
+                numbers = part.cold[:n]
+                is_cold = numbers >= 0
+                if is_cold.any():
+                    at = numbers[is_cold]
+                    for column in rows:
+                        rows[column][is_cold] = getattr(cold, column)[at]
+                for row in np.flatnonzero(~is_cold).tolist():
+                    e = self._entries[part.ids[row]]
+                    rows["states"][row] = STATE_CODE[e.state]
+                    rows["created"][row], rows["last_hit"][row], rows["hits"][row] = \
+                        e.created_at, e.last_hit_at, e.hit_count
+                    rows["conversation"][row] = stable_hash(e.conversation_hash)
+                    rows["session"][row] = stable_hash(e.session_id)
+                    rows["request"][row] = request_hash(key, e.request_key)
+                for column, values in rows.items():
+                    columns[column].append(values)
+        flat = {c: (np.concatenate(v) if v else np.zeros(0, ROW_COLUMNS[c])) for c, v in columns.items()
+                if c in ROW_COLUMNS}
+        flat["vectors16"], flat["vectors32"] = columns["vectors16"], columns["vectors32"]
+        return Snapshot(seq, file_id, self.dim, ids, domain_names(), flat, pools, unindexed)
+
+    def restore_cold(self, snap: Snapshot, fetch: Callable[[str], Entry | None]) -> None:
+        """Fill an empty store with a snapshot's rows, cold: columns only, each row read with
+        ``fetch`` when first asked for. Pools keep the snapshot's graphs."""
+        with self._lock:
+            if self._where:
+                raise ValueError("restore_cold needs an empty store")
+            c = snap.columns
+            codes = np.array([domain_code(name) for name in snap.domains] or [0], np.int32)[c["domain"]]
+            self._cold = ColdRows(snap.ids, c["states"], c["created"], c["last_hit"], c["hits"], c["conversation"],
+                                  c["session"], c["request"], fetch)
+            for pool in snap.pools:
+                lo, hi = pool.start, pool.start + pool.count
+                matrix = c["vectors16"] if pool.graph is not None else c["vectors32"]
+                ids = snap.ids[lo:hi]
+                columns = {name: c[name][lo:hi] for name in ("labels", "servable", "frozen", "expires", "feedback")}
+                columns["vectors"] = matrix[pool.vector_start:pool.vector_start + pool.count]
+                part = _Partition.of_columns(self.dim, ids, columns, codes[lo:hi],
+                                             np.arange(lo, hi, dtype=np.int32))
+                part.graph = pool.graph
+                self._partitions[pool.key] = part
+                self._where.update(zip(ids, zip([pool.key] * pool.count, range(pool.count))))
+            for number in np.flatnonzero(c["states"] == STATE_CODE[EntryState.PENDING]).tolist():
+                self._pending[snap.ids[number]] = float(c["created"][number])
+            self._invalid.update(snap.ids[n] for n in np.flatnonzero(c["states"] == STATE_CODE[EntryState.INVALID]))
+            if len(c["labels"]):
+                self._next_label = max(self._next_label, int(c["labels"].max()))
 
     def adopt_graphs(self, load: Callable[[tuple[str, str, str], _Partition], Graph | None]) -> None:
         """Give every partition above ``ann_above`` a graph: ``load`` may return a saved one (having
@@ -289,7 +421,9 @@ class MemoryStore(Store):
                 best = np.argpartition(-scores, top - 1)[:top] if top < rows.size else np.arange(rows.size)
                 for i in best:
                     row = int(rows[i])
-                    results.append(ScoredEntry(part.full(row, self._entries[part.ids[row]]), float(scores[i])))
+                    stored = self._entry(part.ids[row])
+                    if stored is not None:
+                        results.append(ScoredEntry(part.full(row, stored), float(scores[i])))
         results.sort(key=lambda r: -r.similarity)
         return results[:k]
 
@@ -329,7 +463,9 @@ class MemoryStore(Store):
         with self._lock:
             found = []
             for pool in pools:
-                held = self._by_request.get(hash(((flt.tenant, flt.version_key, pool), request_key)), ())
+                key = (flt.tenant, flt.version_key, pool)
+                self._cold_ids(lambda cold: cold.by_request(key, request_key))
+                held = self._by_request.get(hash((key, request_key)), ())
                 found += [self._entries[i] for i in ((held,) if isinstance(held, str) else held)]
             found = [e for e in found if e.request_key == request_key and flt.admits(e)]
             found.sort(key=lambda e: -e.created_at)
@@ -340,6 +476,12 @@ class MemoryStore(Store):
              prefix_hash: str | None = None, states: Iterable[EntryState] | None = None) -> list[Entry]:
         wanted = set(states) if states is not None else None
         with self._lock:
+            if conversation_hash is not None:
+                self._cold_ids(lambda cold: cold.by_conversation(conversation_hash))
+            elif session_id is not None:
+                self._cold_ids(lambda cold: cold.by_session(session_id))
+            else:
+                self._warm_all()
             pool = (
                 [self._entries[i] for i in self._by_conversation.get(conversation_hash, ())]
                 if conversation_hash is not None else
@@ -378,17 +520,32 @@ class MemoryStore(Store):
 
     def usage(self) -> list[Usage]:
         with self._lock:   # the stored entries, without copying each one's vector back in
-            return [Usage(e.cache_id, max(e.created_at, e.last_hit_at), e.hit_count)
-                    for e in self._entries.values() if e.state is not EntryState.FROZEN]
+            out = [Usage(e.cache_id, max(e.created_at, e.last_hit_at), e.hit_count)
+                   for e in self._entries.values() if e.state is not EntryState.FROZEN]
+            cold = self._cold
+            if cold is not None and cold.count:     # from the columns: no row read
+                rows = cold.living()
+                rows = rows[cold.states[rows] != STATE_CODE[EntryState.FROZEN]]
+                used = np.maximum(cold.created[rows], cold.last_hit[rows]).tolist()
+                out += [Usage(cold.ids[r], at, hits) for r, at, hits in zip(rows.tolist(), used,
+                                                                            cold.hits[rows].tolist())]
+            return out
+
+    def _warm_all(self) -> None:
+        """Every cold row read (a sweep that needs every entry: rare, and slow on a large store)."""
+        if self._cold is not None and self._cold.count:
+            for number in self._cold.living().tolist():
+                self._warm(self._cold.ids[number])
 
     def __contains__(self, cache_id: object) -> bool:
         with self._lock:
-            return cache_id in self._entries
+            return cache_id in self._where
 
     def __len__(self) -> int:
         with self._lock:
-            return len(self._entries)
+            return len(self._where)
 
     def __iter__(self) -> Iterator[Entry]:
         with self._lock:
+            self._warm_all()
             return iter([self._full(e) for e in self._entries.values()])

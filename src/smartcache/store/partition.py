@@ -34,6 +34,12 @@ def domain_code(domain: str) -> int:
     return code
 
 
+def domain_names() -> list[str]:
+    """The tags by code: ``domain_names()[domain_code(t)] == t``."""
+    with _CODES_LOCK:
+        return sorted(_DOMAIN_CODES, key=_DOMAIN_CODES.__getitem__)
+
+
 @dataclass
 class Partition:
     dim: int
@@ -54,6 +60,7 @@ class Partition:
     expires: np.ndarray = field(init=False)    # float64 expiry time
     feedback: np.ndarray = field(init=False)   # float32 feedback score
     domains: np.ndarray = field(init=False)    # int32: the domain tag's ``domain_code``
+    cold: np.ndarray = field(init=False)       # int32: the row's number among the store's cold rows; -1: warm
 
     def __post_init__(self) -> None:
         self._allocate(4)   # most partitions are one session's few turns
@@ -72,7 +79,23 @@ class Partition:
         part.expires = np.fromiter((e.expires_at for e in entries), np.float64, n)
         part.feedback = np.fromiter((e.feedback_score for e in entries), np.float32, n)
         part.domains = np.fromiter((domain_code(e.domain) for e in entries), np.int32, n)
+        part.cold = np.full(n, -1, np.int32)
         part.label_row = dict(zip(labels.tolist(), range(n)))
+        return part
+
+    @classmethod
+    def of_columns(cls, dim: int, ids: list[str], columns: dict[str, np.ndarray], domains: np.ndarray,
+                   cold: np.ndarray) -> "Partition":
+        """A partition of cold rows, from a snapshot's columns (``snapshot``), sized exactly."""
+        part = cls(dim)
+        n = len(ids)
+        part.ids = ids
+        part.labels, part.vectors = columns["labels"], columns["vectors"]
+        part.servable, part.frozen = columns["servable"], columns["frozen"]
+        part.expires, part.feedback = columns["expires"], columns["feedback"]
+        part.domains, part.cold = domains, cold
+        part.ctx_slot = np.full(n, -1, np.int32)
+        part.label_row = dict(zip(part.labels.tolist(), range(n)))
         return part
 
     def _allocate(self, capacity: int) -> None:
@@ -93,6 +116,8 @@ class Partition:
         self.labels = grow(getattr(self, "labels", None), (capacity,), np.int64)
         self.ctx_slot = grow(getattr(self, "ctx_slot", None), (capacity,), np.int32)
         self.ctx_slot[old:] = -1
+        self.cold = grow(getattr(self, "cold", None), (capacity,), np.int32)
+        self.cold[old:] = -1
         if not hasattr(self, "ctx_pool"):
             self.ctx_pool = np.zeros((0, self.dim), np.float16)
 
@@ -131,8 +156,11 @@ class Partition:
     def append(self, entry: Entry, label: int) -> int:
         row = len(self.ids)
         if row == self.vectors.shape[0]:
-            self._allocate(row * 2)   # amortised O(1) appends
+            # Amortised O(1) appends; a large pool grows by a quarter, so the first put after a
+            # million rows are read back does not hold room for a second million.
+            self._allocate(row * 2 if row < 65536 else row + row // 4)
         self.ids.append(entry.cache_id)
+        self.cold[row] = -1
         self.set_row(row, entry)
         self.labels[row] = label
         self.label_row[label] = row
@@ -182,7 +210,7 @@ class Partition:
             self.edits += 1
         if row != last:
             for arr in (self.vectors, self.servable, self.frozen, self.expires, self.feedback, self.domains,
-                        self.labels, self.ctx_slot):
+                        self.labels, self.ctx_slot, self.cold):
                 arr[row] = arr[last]
             moved = self.ids[last]
             self.label_row[int(self.labels[row])] = row

@@ -24,6 +24,13 @@ Markers (regenerate detection, the lifecycle lease) are a file beside it (``<db>
 so that their writes, one a served hit, never send the other processes to the change log.
 Replicas on several machines share a Redis store, not a SQLite file.
 
+An index snapshot (``snapshot``) is saved beside the file (``<db>.index/``) on close, every
+``snapshot_save_s`` while the file changes, and after an open that read every row. An open
+that finds one made for this file, with every write since still in the change log, restores
+the index from it as cold rows (``cold``): columns and graphs, no row read until asked for;
+then it follows the log from where the snapshot was taken. ``snapshot_status`` says which
+open it was and why.
+
 The HNSW graph of each pool above ``ann_above`` is saved beside the file
 (``<db>.hnsw/``, see ``graph``): after a rebuild on open, every ``graph_save_s``
 while it changes, and on close. Open reuses a saved graph only when it provably
@@ -38,6 +45,7 @@ import logging
 import sqlite3
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping
 
@@ -45,7 +53,7 @@ import numpy as np
 
 from smartcache.defaults import section
 from smartcache.errors import StoreError
-from smartcache.store import codec, graph
+from smartcache.store import codec, graph, snapshot
 from smartcache.store.base import Doomed, Entry, EntryState, ScoredEntry, SearchFilter, Store, Usage
 from smartcache.store.memory import MemoryStore
 from smartcache.store.partition import Partition
@@ -91,7 +99,8 @@ class SqliteStore(Store):
     """A MemoryStore index over a SQLite file; thread-safe, one writer at a time."""
 
     def __init__(self, path: str | Path, dim: int, *, synchronous: str = section("store")["synchronous"],
-                 graph_save_s: float = 900.0, **index_options) -> None:
+                 graph_save_s: float = 900.0, snapshot_save_s: float = CHANGES_KEPT_S / 2,
+                 **index_options) -> None:
         if synchronous.upper() not in ("NORMAL", "FULL"):
             raise ValueError("synchronous must be NORMAL or FULL")
         if str(path).strip() == ":memory:" or str(path).startswith("file:"):
@@ -102,6 +111,10 @@ class SqliteStore(Store):
         self.corrupt = 0
         self.graph_status: dict[tuple[str, str, str], str] = {}
         self._graph_dir = self.path.with_name(self.path.name + ".hnsw")
+        self._snapshot_dir = self.path.with_name(self.path.name + ".index")
+        self.snapshot_status = ""
+        self._snapshot_seq: int | None = None      # the log position of the last snapshot saved or used
+        self._strings: dict[str, str] = {}          # shared by the entries read cold (``_fetch_entry``)
         self._saved_edits: dict[tuple[str, str, str], int] = {}
         self._lock = threading.RLock()
         try:
@@ -116,12 +129,17 @@ class SqliteStore(Store):
             if "hit" not in {row[1] for row in self._db.execute("PRAGMA table_info(changes)")}:
                 self._db.execute("ALTER TABLE changes ADD COLUMN hit REAL")     # a log of the first shape
             self._check_dim()
+            self._file_id = self._identity()
             # Read before the rows: a write in between is in the log after it, and read again.
             self._seen = int(self._db.execute("SELECT coalesce(max(seq), 0) FROM changes").fetchone()[0])
             # Lazy entries read through their own connection: a lookup holding the index's lock
             # never waits on the write lock (writers take it before the index's).
             self._reader = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
             self._read_lock = threading.Lock()
+            # Cold rows' index fields (``_fetch_entry``): a connection of their own, so making a row
+            # warm never waits on a lazy field's read.
+            self._cold_reader = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+            self._cold_lock = threading.Lock()
             # Asked before every read whether another connection wrote (``_sync``): its own, so the
             # question never waits on a lazy read or a write.
             self._poll = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
@@ -133,11 +151,14 @@ class SqliteStore(Store):
         self._generations: tuple[int | None, dict[str, int]] = (None, {})
         self._index_options = index_options
         self._index = MemoryStore(dim, **index_options)
-        self._load()
+        if not self._restore():
+            self._load()
         self._index.adopt_graphs(self._adopt_graph)
         self.save_graphs()              # a graph rebuilt just now is saved at once
+        if self._snapshot_seq is None:
+            self.save_snapshot()        # and the rows read just now: the next open reads none
         self._closing = threading.Event()
-        self._saver = threading.Thread(target=self._save_every, args=(graph_save_s,), daemon=True,
+        self._saver = threading.Thread(target=self._save_every, args=(graph_save_s, snapshot_save_s), daemon=True,
                                        name="smartcache-graph-saver")
         self._saver.start()
 
@@ -148,6 +169,12 @@ class SqliteStore(Store):
         elif int(row[0]) != self.dim:
             raise StoreError(f"{self.path} holds {row[0]}-d vectors; this encoder makes {self.dim}-d ones "
                              "(use another file per encoder)")
+
+    def _identity(self) -> str:
+        """The file's random token: a snapshot of another file (a copy restored over this one
+        keeps its token, and then its log positions) is never taken for this one's."""
+        self._db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('file_id', ?)", (uuid.uuid4().hex,))
+        return str(self._db.execute("SELECT value FROM meta WHERE key = 'file_id'").fetchone()[0])
 
     def _migrate(self) -> None:
         """Bring a file of an older schema up to this one; a no-op on a current file."""
@@ -212,6 +239,82 @@ class SqliteStore(Store):
             turns[start:len(entries)] = np.frombuffer(b"".join(blobs), np.float32).reshape(-1, self.dim)
         self._index.restore(entries, turns[:len(entries)])
 
+    # -- the index snapshot -----------------------------------------------------------
+
+    def _restore(self) -> bool:
+        """The index from the snapshot, cold, and the writes since followed; False (and the
+        reason in ``snapshot_status``) when there is none this file can use."""
+        try:
+            snap = snapshot.load(self._snapshot_dir, file_id=self._file_id, dim=self.dim)
+        except snapshot.Unusable as exc:
+            self.snapshot_status = f"rows read: {exc}"
+            return False
+        self._db.execute("BEGIN")
+        try:
+            trimmed = self._query("SELECT value FROM meta WHERE key = 'changes_trimmed'", ())
+            last = int(self._query("SELECT coalesce(max(seq), 0) FROM changes", ())[0][0])
+            if trimmed and int(trimmed[0][0]) > snap.seq or last < snap.seq:
+                self.snapshot_status = (f"rows read: the snapshot (log position {snap.seq}) is older than the "
+                                        "change log keeps, or newer than the file")
+                return False
+            self._index.restore_cold(snap, self._fetch_entry)
+            self._seen = snap.seq
+            self.corrupt = snap.unindexed
+            self._follow()
+            rows = int(self._query("SELECT count(*) FROM entries", ())[0][0])
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.execute("COMMIT")
+        if rows != len(self._index) + self.corrupt:
+            # A write that bypassed the log (another program): the file is the truth.
+            self.snapshot_status = (f"rows read: the snapshot and its log give {len(self._index)} rows "
+                                    f"(+{self.corrupt} unreadable), the file has {rows}")
+            self._index = MemoryStore(self.dim, **self._index_options)
+            self.corrupt = 0
+            return False
+        for key, part in self._index.graphs():
+            self.graph_status[key] = "reused: from the index snapshot"
+            self._saved_edits.setdefault(key, part.edits)     # edited since, it is saved again
+        self._snapshot_seq = snap.seq
+        self.snapshot_status = f"snapshot: {len(snap.ids):,} rows cold, {self._seen - snap.seq} log entries followed"
+        return True
+
+    def save_snapshot(self) -> None:
+        """Save the index as a snapshot if the file changed since the last one. Holds the write
+        lock while it writes (seconds at a million rows): lookups go on, writes wait."""
+        with self._lock:
+            if self._snapshot_seq == self._seen and self._snapshot_dir.joinpath(snapshot.CURRENT).exists() \
+                    or not len(self._index) and not self._snapshot_dir.exists():
+                return      # nothing new; an empty store opens at once anyway
+            try:
+                unindexed = int(self._query("SELECT count(*) FROM entries", ())[0][0]) - len(self._index)
+                snapshot.save(self._snapshot_dir, self._index.snapshot(self._seen, self._file_id, unindexed))
+            except (OSError, StoreError) as exc:     # the next open reads the rows: slower, never wrong
+                log.error("smartcache: cannot save the index snapshot beside %s: %s", self.path, exc)
+                return
+            self._snapshot_seq = self._seen
+
+    def _fetch_entry(self, cache_id: str) -> Entry | None:
+        """A cold row's entry: its index fields now, the rest when first read (``codec.lazy_entry``)."""
+        paths = ", ".join(f"'{p}'" for p in codec.EAGER_PATHS)
+        try:
+            with self._cold_lock:
+                row = self._cold_reader.execute(
+                    "SELECT cache_id, tenant, session_id, state, expires_at, "
+                    f"CASE WHEN json_valid(fields) THEN json_extract(fields, {paths}) END FROM entries "
+                    "WHERE cache_id = ?", (cache_id,)).fetchone()
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite read failed: {exc}") from exc
+        if row is None:
+            return None
+        try:
+            if row[5] is None:
+                raise ValueError("its fields are not JSON")
+            return codec.lazy_entry(*row, _EMPTY, self._fetch, self._strings)
+        except (ValueError, KeyError, TypeError) as exc:
+            log.error("smartcache: cannot read entry %s in %s: %s", cache_id, self.path, exc)
+            return None
+
     def _fetch(self, cache_id: str) -> tuple[bytes, np.ndarray | None] | None:
         """A lazy entry's fields and context vector, read back when it is first looked at."""
         try:
@@ -256,9 +359,13 @@ class SqliteStore(Store):
                 self._saved_edits[key] = part.edits
             graph.forget(self._graph_dir, keep)
 
-    def _save_every(self, seconds: float) -> None:
-        while not self._closing.wait(seconds):
-            self.save_graphs()
+    def _save_every(self, graph_s: float, snapshot_s: float) -> None:
+        last_graphs = time.monotonic()
+        while not self._closing.wait(min(graph_s, snapshot_s)):
+            if time.monotonic() - last_graphs >= graph_s:
+                self.save_graphs()
+                last_graphs = time.monotonic()
+            self.save_snapshot()
 
     # -- writes: SQLite first, then the index ---------------------------------------
 
@@ -423,10 +530,26 @@ class SqliteStore(Store):
             changed = list(dict.fromkeys(cache_id for _, cache_id, hit in rows if hit is None))
             self._reload(changed)       # read back as the file has them: their hits included
             reread = set(changed)
+            # Hits: the counts as the file has them in this snapshot, not the index's plus the
+            # log's (a cold row read since holds some of those hits already).
+            last_hit: dict[str, float] = {}
             for _, cache_id, hit in rows:
                 if hit is not None and cache_id not in reread:
-                    self._index.add_hit(cache_id, hit)
+                    last_hit[cache_id] = max(hit, last_hit.get(cache_id, hit))
+            self._refresh_hits(last_hit)
             self._seen = rows[-1][0]
+
+    def _refresh_hits(self, last_hit: dict[str, float]) -> None:
+        """The counts of these rows' hits as the file has them; the last hit as the log has it
+        (exact: the JSON copy keeps 15 digits)."""
+        ids = list(last_hit)
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            marks = ", ".join("?" * len(chunk))
+            self._index.set_hits({
+                cache_id: (int(hits or 0), last_hit[cache_id]) for cache_id, hits in self._query(
+                    f"SELECT cache_id, json_extract(fields, '$.hit_count') FROM entries WHERE cache_id IN ({marks}) "
+                    "AND json_valid(fields)", tuple(chunk))})
 
     def _reload(self, ids: list[str]) -> None:
         """These rows as the file has them now: put again, or gone from the index."""
@@ -519,6 +642,10 @@ class SqliteStore(Store):
         self._sync()
         return len(self._index)
 
+    def __contains__(self, cache_id: object) -> bool:
+        self._sync()
+        return cache_id in self._index      # no row read, cold or warm
+
     def __iter__(self) -> Iterator[Entry]:
         self._sync()
         return iter(self._index)
@@ -582,9 +709,12 @@ class SqliteStore(Store):
         self._closing.set()
         with self._lock:
             self.save_graphs()
+            self.save_snapshot()
             self._db.close()
             with self._read_lock:
                 self._reader.close()
+            with self._cold_lock:
+                self._cold_reader.close()
             with self._poll_lock:
                 self._poll.close()
             self._markers.close()

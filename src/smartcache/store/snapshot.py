@@ -1,0 +1,191 @@
+"""An index snapshot: what a persistent store's index holds, as columns in files.
+
+Reading a million rows back from SQLite takes a minute (their JSON, an entry object each,
+five dicts); the index only needs a few columns of each. A snapshot holds them, pool
+after pool: ids, labels, turn vectors (half precision in pools that have a graph, as
+they are held), the search columns (servable, frozen, expiry, feedback, domain), what
+usage and the lifecycle read (state, created, last hit, hits), and stable hashes of each
+row's conversation, session and request key; beside them each pool's HNSW graph. A
+store restores them as cold rows (``cold``), and the entries stay in the file until
+asked for.
+
+A snapshot says where in the file's change log it was taken (``seq``) and which file
+it belongs to (``file_id``, a random token the file keeps in its meta table). A store
+uses it only when both hold and the log still has every write since; it then follows
+those writes as it would another process's. Files of one snapshot are written into a
+folder of their own, each with a CRC, and ``current.json`` names the folder last
+(atomically): a save cut short, or a reader racing a save, reads the previous snapshot
+or none, never half of one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import shutil
+import uuid
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from smartcache.store.graph import Graph
+
+log = logging.getLogger("smartcache.store")
+
+FORMAT = 1
+CURRENT = "current.json"
+# One array a column; the row-aligned ones (all but the vectors) hold every row of every pool.
+ROW_COLUMNS = {
+    "labels": np.int64, "servable": np.bool_, "frozen": np.bool_, "expires": np.float64, "feedback": np.float32,
+    "domain": np.int32, "states": np.uint8, "created": np.float64, "last_hit": np.float64, "hits": np.int64,
+    "conversation": np.int64, "session": np.int64, "request": np.int64,
+}
+
+
+@dataclass
+class Pool:
+    """One partition's rows: ``count`` rows from ``start`` in the row columns; its vectors from
+    ``vector_start`` in vectors16 (it has a graph) or vectors32 (it has none)."""
+
+    key: tuple[str, str, str]
+    start: int
+    count: int
+    vector_start: int
+    graph: Graph | None = None
+
+
+@dataclass
+class Snapshot:
+    seq: int
+    file_id: str
+    dim: int
+    ids: list[str]
+    domains: list[str]                 # the domain column's values index this
+    # ROW_COLUMNS, and vectors16 / vectors32 (when saving, a list of each pool's matrix)
+    columns: dict[str, np.ndarray | list[np.ndarray]]
+    pools: list[Pool]
+    unindexed: int                     # the file's rows the index did not hold (unreadable) when taken
+
+
+def _crc(path: Path) -> int:
+    crc = 0
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 22):
+            crc = zlib.crc32(chunk, crc)
+    return crc
+
+
+def save(folder: Path, snap: Snapshot) -> None:
+    """Write ``snap`` as the folder's current snapshot, then drop the older ones. Processes
+    sharing the file save one at a time (a lock file): one's clean-up never removes the
+    snapshot another is writing."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            _save(folder, snap)
+        finally:
+            with contextlib.suppress(OSError):
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _save(folder: Path, snap: Snapshot) -> None:
+    name = f"gen-{uuid.uuid4().hex}"
+    gen = folder / name
+    gen.mkdir()
+    files: dict[str, int] = {}
+
+    def write(file: str, array: np.ndarray) -> None:
+        with open(gen / file, "wb") as fh:
+            np.save(fh, array, allow_pickle=False)
+        files[file] = _crc(gen / file)
+
+    for column, dtype in ROW_COLUMNS.items():
+        write(f"{column}.npy", np.ascontiguousarray(snap.columns[column], dtype=dtype))
+    for file, dtype in (("vectors16", np.float16), ("vectors32", np.float32)):
+        # Written pool by pool from the partitions' own matrices: no second copy of a GB in memory.
+        pieces = snap.columns[file]
+        out = np.lib.format.open_memmap(gen / f"{file}.npy", mode="w+", dtype=dtype,
+                                        shape=(sum(len(p) for p in pieces), snap.dim))
+        at = 0
+        for piece in pieces:
+            out[at:at + len(piece)] = piece
+            at += len(piece)
+        out.flush()
+        del out
+        files[f"{file}.npy"] = _crc(gen / f"{file}.npy")
+    (gen / "ids.json").write_text(json.dumps(snap.ids, ensure_ascii=False), encoding="utf-8")
+    files["ids.json"] = _crc(gen / "ids.json")
+    pools = []
+    for i, pool in enumerate(snap.pools):
+        graph_file = None
+        if pool.graph is not None:
+            graph_file = f"graph-{i}.usearch"
+            pool.graph.index.save(str(gen / graph_file))
+            files[graph_file] = _crc(gen / graph_file)
+        pools.append({"key": list(pool.key), "start": pool.start, "count": pool.count,
+                      "vector_start": pool.vector_start, "graph": graph_file})
+    manifest = {"format": FORMAT, "folder": name, "seq": snap.seq, "file_id": snap.file_id, "dim": snap.dim,
+                "rows": len(snap.ids), "domains": snap.domains, "unindexed": snap.unindexed, "pools": pools,
+                "files": files}
+    tmp = folder / f"{CURRENT}.{name}.tmp"
+    tmp.write_text(json.dumps(manifest), encoding="utf-8")
+    os.replace(tmp, folder / CURRENT)
+    for old in folder.iterdir():        # older snapshots, and what a save cut short left
+        if old.name not in (name, CURRENT, ".lock"):
+            if old.is_dir():
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                old.unlink(missing_ok=True)
+
+
+class Unusable(Exception):
+    """The snapshot cannot be used; the message says why (logged, and the rows are read instead)."""
+
+
+def load(folder: Path, *, file_id: str, dim: int) -> Snapshot:
+    """The folder's current snapshot, checked file by file; raises ``Unusable`` with the reason."""
+    try:
+        manifest = json.loads((folder / CURRENT).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise Unusable("no snapshot") from None
+    except (OSError, ValueError) as exc:
+        raise Unusable(f"unreadable manifest: {exc}") from exc
+    try:
+        if manifest["format"] != FORMAT or manifest["dim"] != dim:
+            raise Unusable("saved in another format or dimension")
+        if manifest["file_id"] != file_id:
+            raise Unusable("saved for another file")
+        gen = folder / manifest["folder"]
+        for file, crc in manifest["files"].items():
+            if _crc(gen / file) != crc:
+                raise Unusable(f"corrupt: {file} fails its checksum")
+        columns = {column: np.load(gen / f"{column}.npy", allow_pickle=False) for column in ROW_COLUMNS}
+        columns["vectors16"] = np.load(gen / "vectors16.npy", allow_pickle=False)
+        columns["vectors32"] = np.load(gen / "vectors32.npy", allow_pickle=False)
+        ids = json.loads((gen / "ids.json").read_text(encoding="utf-8"))
+        rows = manifest["rows"]
+        if len(ids) != rows or any(columns[c].shape != (rows,) for c in ROW_COLUMNS):
+            raise Unusable("corrupt: the columns do not hold the rows the manifest says")
+        pools = []
+        for p in manifest["pools"]:
+            graph = None
+            if p["graph"] is not None:
+                graph = Graph(dim)
+                graph.index.load(str(gen / p["graph"]))
+                labels = columns["labels"][p["start"]:p["start"] + p["count"]]
+                keys = np.sort(np.asarray(graph.index.keys, dtype=np.int64))
+                if not np.array_equal(keys, np.sort(labels)):
+                    raise Unusable("corrupt: a graph's keys are not its pool's labels")
+            pools.append(Pool(tuple(p["key"]), p["start"], p["count"], p["vector_start"], graph))
+        return Snapshot(int(manifest["seq"]), file_id, dim, ids, list(manifest["domains"]), columns, pools,
+                        int(manifest["unindexed"]))
+    except Unusable:
+        raise
+    except (OSError, ValueError, KeyError, TypeError, IndexError, RuntimeError) as exc:
+        raise Unusable(f"corrupt: {type(exc).__name__}: {exc}") from exc

@@ -1,0 +1,195 @@
+"""The index snapshot: a SQLite store reopens from it with cold rows, follows the writes made
+since, and reads its rows instead whenever the snapshot cannot be trusted."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+
+import numpy as np
+import pytest
+
+from smartcache.store import EntryState, Scope, SearchFilter, VersionKeyHash, codec
+from smartcache.store.sqlite import SqliteStore
+from test_store_scale import ANN, DIM, POOL, flt, make_entry
+
+
+def filled(path, n=300, seed=0):
+    """A store of ``n`` global entries (a graph pool) and 6 in two sessions, some pending."""
+    rng = np.random.default_rng(seed)
+    store = SqliteStore(path, DIM, ann_above=ANN)
+    entries = [make_entry(rng, i) for i in range(n)]
+    entries += [make_entry(rng, n + i, scope=Scope.SESSION, session=f"s{i % 2}") for i in range(6)]
+    entries[5] = entries[5].with_changes(state=EntryState.PENDING, created_at=5.0)
+    entries[6] = entries[6].with_changes(request_key="rk-6", expires_at=0.5)
+    entries[n] = entries[n].with_changes(request_key="rk-s0")
+    for e in entries:
+        store.put(e)
+    return store, entries
+
+
+def searched(store, vectors, session=None):
+    return [[(r.entry.cache_id, round(r.similarity, 4)) for r in store.search(flt(session), v, 5)] for v in vectors]
+
+
+def without_vectors(entry):
+    return entry.with_changes(turn_vector=None, context_vector=None)
+
+
+def test_a_reopened_store_is_restored_cold_and_answers_as_before(tmp_path):
+    store, entries = filled(tmp_path / "c.db")
+    store.add_hits({entries[1].cache_id: (3, 9.0)})
+    queries = [e.turn_vector for e in entries[::40]] + [entries[-1].turn_vector]
+    before = searched(store, queries), searched(store, [entries[-1].turn_vector], "s1")
+    usage = sorted(store.usage())
+    store.close()
+
+    again = SqliteStore(tmp_path / "c.db", DIM, ann_above=ANN)
+    assert again.snapshot_status.startswith("snapshot"), again.snapshot_status
+    assert again.graph_status[POOL].startswith("reused"), again.graph_status
+    index = again._index
+    assert not index._entries and index._cold.count == len(entries)      # nothing read yet
+    assert len(again) == len(entries) and entries[7].cache_id in again
+    assert sorted(again.usage()) == usage and not index._entries         # from the columns
+    assert again.pending_due(10.0, 10) == [entries[5].cache_id]
+    assert [d.cache_id for d in again.purgeable(1.0, 10)] == [entries[6].cache_id]
+    assert (searched(again, queries), searched(again, [entries[-1].turn_vector], "s1")) == before
+    assert len(index._entries) < len(entries) // 4                       # only what the searches named
+    # Every field as it was put; the vectors of the graph pool in half precision.
+    for e in entries[:3] + entries[-2:]:
+        got = again.get(e.cache_id)
+        want = e.with_changes(hit_count=3, last_hit_at=9.0) if e is entries[1] else e
+        assert without_vectors(got) == without_vectors(want)
+        assert float(got.turn_vector @ e.turn_vector) > 1 - 1e-3
+    # The lookups that go by a key find cold rows too.
+    probe = entries[150]
+    assert [e.cache_id for e in again.find(conversation_hash=probe.conversation_hash)] == [probe.cache_id]
+    assert {e.cache_id for e in again.find(session_id="s0")} == {e.cache_id for e in entries[-6::2]}
+    assert [e.cache_id for e in again.exact(flt(), "rk-6")] == []                     # expired
+    assert [e.cache_id for e in again.exact(SearchFilter(tenant="t", version_key=VersionKeyHash("v"),
+                                                         session_id="s0", now=0.1), "rk-6")] == [entries[6].cache_id]
+    assert [e.cache_id for e in again.exact(flt("s0"), "rk-s0")] == [entries[300].cache_id]
+    assert again.exact(flt("s1"), "rk-s0") == []
+    again.close()
+
+
+def test_writes_after_the_snapshot_are_followed_from_the_log(tmp_path):
+    store, entries = filled(tmp_path / "c.db")
+    store.close()
+    # A process that wrote after the snapshot and was killed before its next save.
+    writer = SqliteStore(tmp_path / "c.db", DIM, ann_above=ANN)
+    extra = make_entry(np.random.default_rng(7), 900)
+    writer.put(extra)
+    writer.update(entries[10].cache_id, feedback_score=0.25)
+    writer.delete(entries[11].cache_id)
+    writer.add_hits({entries[12].cache_id: (2, 50.0)})      # two hits: a log entry each
+    moved = entries[13].with_changes(turn_vector=entries[200].turn_vector)
+    writer.put(moved)
+    writer._closing.set()        # killed: no save at close
+    again = SqliteStore(tmp_path / "c.db", DIM, ann_above=ANN)
+    assert again.snapshot_status.startswith("snapshot") and "6 log entries followed" in again.snapshot_status, \
+        again.snapshot_status
+    assert again.get(extra.cache_id) is not None and again.get(entries[11].cache_id) is None
+    assert again.get(entries[10].cache_id).feedback_score == 0.25
+    assert again.get(entries[12].cache_id).hit_count == 2
+    assert len(again) == len(entries)
+    top = {r.entry.cache_id for r in again.search(flt(), entries[200].turn_vector, 2)}
+    assert top == {entries[200].cache_id, entries[13].cache_id}
+    assert again.search(flt(), extra.turn_vector, 1)[0].entry.cache_id == extra.cache_id
+    again.close()
+    writer.close()
+
+
+def test_hits_counted_by_another_process_are_counted_once_on_a_cold_row(tmp_path):
+    store, entries = filled(tmp_path / "c.db", n=40)
+    store.close()
+    a = SqliteStore(tmp_path / "c.db", DIM, ann_above=ANN)
+    b = SqliteStore(tmp_path / "c.db", DIM, ann_above=ANN)
+    target = entries[3].cache_id
+    b.add_hits({target: (4, 20.0)})
+    # ``a`` reads the row cold (the file has the 4 hits) before it follows the log that logs them.
+    a._index._entry(target)
+    assert a.get(target).hit_count == 4
+    b.add_hits({target: (1, 21.0)})
+    assert a.get(target).hit_count == 5 and a.get(target).last_hit_at == 21.0
+    a.close()
+    b.close()
+
+
+def test_a_cold_row_another_process_deleted_is_gone(tmp_path):
+    store, entries = filled(tmp_path / "c.db", n=40)
+    store.close()
+    a = SqliteStore(tmp_path / "c.db", DIM, ann_above=ANN)
+    b = SqliteStore(tmp_path / "c.db", DIM, ann_above=ANN)
+    assert b.delete(entries[4].cache_id)
+    assert a._index._entry(entries[4].cache_id) is None      # not in the file: never made up
+    assert a.get(entries[4].cache_id) is None and entries[4].cache_id not in a
+    assert entries[4].cache_id not in {r.entry.cache_id for r in a.search(flt(), entries[4].turn_vector, 3)}
+    a.close()
+    b.close()
+
+
+def _trim_past(path):
+    # Writes after the snapshot, then the log trimmed past them (as after ten minutes of writes).
+    writer = SqliteStore(path, DIM, ann_above=ANN)
+    writer.put(make_entry(np.random.default_rng(3), 800))
+    writer._closing.set()
+    with sqlite3.connect(path) as db:
+        db.execute("INSERT OR REPLACE INTO meta (key, value) SELECT 'changes_trimmed', max(seq) FROM changes")
+
+
+def _another_files_snapshot(path):
+    other, _ = filled(path.with_name("other.db"), n=10)
+    other.close()
+    shutil.rmtree(path.with_name(path.name + ".index"))
+    shutil.copytree(path.with_name("other.db.index"), path.with_name(path.name + ".index"))
+
+
+def _truncated_vectors(path):
+    folder = next(p for p in path.with_name(path.name + ".index").iterdir() if p.is_dir())
+    vectors = folder / "vectors16.npy"
+    vectors.write_bytes(vectors.read_bytes()[:-100])
+
+
+def _a_row_inserted_by_another_program(path):
+    extra = make_entry(np.random.default_rng(5), 5000)
+    with sqlite3.connect(path) as db:
+        db.execute("INSERT INTO entries (cache_id, tenant, session_id, state, expires_at, fields, turn, context) "
+                   "VALUES (?, 't', '', 'ready', NULL, ?, ?, NULL)",
+                   (extra.cache_id, codec.dumps(codec.entry_fields(extra)), codec.vector_bytes(extra.turn_vector)))
+
+
+@pytest.mark.parametrize("spoil, reason", [
+    (_trim_past, "older than the change log keeps"), (_another_files_snapshot, "another file"),
+    (_truncated_vectors, "corrupt"), (_a_row_inserted_by_another_program, "the file has"),
+], ids=["log-trimmed", "another-file", "truncated", "row-inserted-without-log"])
+def test_a_snapshot_that_cannot_be_trusted_is_not_used(tmp_path, spoil, reason):
+    path = tmp_path / "c.db"
+    store, entries = filled(path, n=60)
+    store.close()
+    spoil(path)
+    again = SqliteStore(path, DIM, ann_above=ANN)
+    assert again.snapshot_status.startswith("rows read") and reason in again.snapshot_status, again.snapshot_status
+    assert again.get(entries[9].cache_id).answer == entries[9].answer and again._index._cold is None
+    assert len(again) >= len(entries)
+    again.close()       # a good snapshot is written again: the next open uses it
+    assert SqliteStore(path, DIM, ann_above=ANN).snapshot_status.startswith("snapshot")
+
+
+def test_a_row_warmed_then_changed_is_saved_as_it_is_now(tmp_path):
+    """A second snapshot mixes cold rows and warm ones; both come back as the file has them."""
+    store, entries = filled(tmp_path / "c.db", n=40)
+    store.close()
+    again = SqliteStore(tmp_path / "c.db", DIM, ann_above=ANN)
+    again.update(entries[2].cache_id, state=EntryState.INVALID)
+    again.add_hits({entries[8].cache_id: (1, 3.0)})
+    again.get(entries[9].cache_id)
+    again.close()
+    third = SqliteStore(tmp_path / "c.db", DIM, ann_above=ANN)
+    assert third.snapshot_status.startswith("snapshot"), third.snapshot_status
+    assert third.get(entries[2].cache_id).state is EntryState.INVALID
+    assert entries[2].cache_id in {d.cache_id for d in third.purgeable(1.0, 10)}
+    assert entries[2].cache_id not in {r.entry.cache_id for r in third.search(flt(), entries[2].turn_vector, 3)}
+    assert third.get(entries[8].cache_id).hit_count == 1
+    assert without_vectors(third.get(entries[9].cache_id)) == without_vectors(entries[9])
+    third.close()
