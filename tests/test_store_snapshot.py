@@ -193,3 +193,22 @@ def test_a_row_warmed_then_changed_is_saved_as_it_is_now(tmp_path):
     assert third.get(entries[8].cache_id).hit_count == 1
     assert without_vectors(third.get(entries[9].cache_id)) == without_vectors(entries[9])
     third.close()
+
+
+def test_processes_sharing_the_file_save_a_state_once(tmp_path):
+    store, entries = filled(tmp_path / "c.db", n=40)
+    store.close()
+    a = SqliteStore(tmp_path / "c.db", DIM, ann_above=ANN)
+    b = SqliteStore(tmp_path / "c.db", DIM, ann_above=ANN)
+    a.put(make_entry(np.random.default_rng(11), 700))
+    a.save_snapshot()
+    folder = tmp_path / "c.db.index"
+    saved = sorted(p.name for p in folder.iterdir())
+    len(b)                       # b follows the same log to the same position
+    b.save_snapshot()
+    assert sorted(p.name for p in folder.iterdir()) == saved     # the same state: not written twice
+    b.delete(entries[0].cache_id)
+    b.save_snapshot()
+    assert sorted(p.name for p in folder.iterdir()) != saved
+    a.close()
+    b.close()

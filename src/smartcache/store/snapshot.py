@@ -144,6 +144,15 @@ def _save(folder: Path, snap: Snapshot) -> None:
                 old.unlink(missing_ok=True)
 
 
+def saved_seq(folder: Path, file_id: str) -> int | None:
+    """The log position of the folder's current snapshot of this file (None: none readable)."""
+    try:
+        manifest = json.loads((folder / CURRENT).read_text(encoding="utf-8"))
+        return int(manifest["seq"]) if manifest.get("file_id") == file_id else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 class Unusable(Exception):
     """The snapshot cannot be used; the message says why (logged, and the rows are read instead)."""
 

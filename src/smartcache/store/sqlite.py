@@ -283,9 +283,14 @@ class SqliteStore(Store):
         """Save the index as a snapshot if the file changed since the last one. Holds the write
         lock while it writes (seconds at a million rows): lookups go on, writes wait."""
         with self._lock:
-            if self._snapshot_seq == self._seen and self._snapshot_dir.joinpath(snapshot.CURRENT).exists() \
-                    or not len(self._index) and not self._snapshot_dir.exists():
-                return      # nothing new; an empty store opens at once anyway
+            if not len(self._index) and not self._snapshot_dir.exists():
+                return      # an empty store opens at once anyway
+            # Workers sharing the file follow the same log: one saved this very state, or a later one.
+            # (Not after an open that could not use the snapshot there: it is replaced.)
+            saved = snapshot.saved_seq(self._snapshot_dir, self._file_id)
+            if self._snapshot_seq is not None and saved is not None and saved >= self._seen:
+                self._snapshot_seq = self._seen
+                return
             try:
                 unindexed = int(self._query("SELECT count(*) FROM entries", ())[0][0]) - len(self._index)
                 snapshot.save(self._snapshot_dir, self._index.snapshot(self._seen, self._file_id, unindexed))
