@@ -100,11 +100,20 @@ def test_writes_after_the_snapshot_are_followed_from_the_log(tmp_path):
     writer.close()
 
 
-def test_hits_counted_by_another_process_are_counted_once_on_a_cold_row(tmp_path):
+@pytest.fixture
+def two(tmp_path):
+    """Two stores on one file (two processes), both restored cold from its snapshot."""
     store, entries = filled(tmp_path / "c.db", n=40)
     store.close()
     a = SqliteStore(tmp_path / "c.db", DIM, ann_above=ANN)
     b = SqliteStore(tmp_path / "c.db", DIM, ann_above=ANN)
+    yield a, b, entries
+    a.close()
+    b.close()
+
+
+def test_hits_counted_by_another_process_are_counted_once_on_a_cold_row(two):
+    a, b, entries = two
     target = entries[3].cache_id
     b.add_hits({target: (4, 20.0)})
     # ``a`` reads the row cold (the file has the 4 hits) before it follows the log that logs them.
@@ -112,21 +121,14 @@ def test_hits_counted_by_another_process_are_counted_once_on_a_cold_row(tmp_path
     assert a.get(target).hit_count == 4
     b.add_hits({target: (1, 21.0)})
     assert a.get(target).hit_count == 5 and a.get(target).last_hit_at == 21.0
-    a.close()
-    b.close()
 
 
-def test_a_cold_row_another_process_deleted_is_gone(tmp_path):
-    store, entries = filled(tmp_path / "c.db", n=40)
-    store.close()
-    a = SqliteStore(tmp_path / "c.db", DIM, ann_above=ANN)
-    b = SqliteStore(tmp_path / "c.db", DIM, ann_above=ANN)
+def test_a_cold_row_another_process_deleted_is_gone(two):
+    a, b, entries = two
     assert b.delete(entries[4].cache_id)
     assert a._index._entry(entries[4].cache_id) is None      # not in the file: never made up
     assert a.get(entries[4].cache_id) is None and entries[4].cache_id not in a
     assert entries[4].cache_id not in {r.entry.cache_id for r in a.search(flt(), entries[4].turn_vector, 3)}
-    a.close()
-    b.close()
 
 
 def _trim_past(path):
@@ -195,11 +197,8 @@ def test_a_row_warmed_then_changed_is_saved_as_it_is_now(tmp_path):
     third.close()
 
 
-def test_processes_sharing_the_file_save_a_state_once(tmp_path):
-    store, entries = filled(tmp_path / "c.db", n=40)
-    store.close()
-    a = SqliteStore(tmp_path / "c.db", DIM, ann_above=ANN)
-    b = SqliteStore(tmp_path / "c.db", DIM, ann_above=ANN)
+def test_processes_sharing_the_file_save_a_state_once(two, tmp_path):
+    a, b, entries = two
     a.put(make_entry(np.random.default_rng(11), 700))
     a.save_snapshot()
     folder = tmp_path / "c.db.index"
@@ -210,5 +209,3 @@ def test_processes_sharing_the_file_save_a_state_once(tmp_path):
     b.delete(entries[0].cache_id)
     b.save_snapshot()
     assert sorted(p.name for p in folder.iterdir()) != saved
-    a.close()
-    b.close()

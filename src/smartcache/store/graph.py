@@ -76,7 +76,7 @@ def sketch(vectors: np.ndarray) -> np.ndarray:
     return out
 
 
-def _crc(path: Path) -> int:
+def file_crc(path: Path) -> int:
     crc = 0
     with open(path, "rb") as fh:
         while chunk := fh.read(1 << 22):
@@ -96,7 +96,7 @@ def save(folder: Path, key: tuple[str, ...], graph: Graph, ids: list[str], label
         np.savez(fh, ids=np.frombuffer(json.dumps(ids).encode(), np.uint8), labels=labels.astype(np.int64),
                  sketch=sketch(vectors))
     meta = {"format": _FORMAT, "key": list(key), "dim": int(vectors.shape[1]), "count": len(ids),
-            "graph_crc": _crc(graph_path), "rows_crc": _crc(rows_path)}
+            "graph_crc": file_crc(graph_path), "rows_crc": file_crc(rows_path)}
     tmp = manifest.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(meta), encoding="utf-8")
     os.replace(tmp, manifest)
@@ -114,7 +114,7 @@ def load(folder: Path, key: tuple[str, ...], ids: list[str], vectors: np.ndarray
             return Loaded(None, None, "saved for another partition, format or dimension")
         if meta["count"] != len(ids):
             return Loaded(None, None, f"stale: saved with {meta['count']} rows, the file has {len(ids)}")
-        if _crc(graph_path) != meta["graph_crc"] or _crc(rows_path) != meta["rows_crc"]:
+        if file_crc(graph_path) != meta["graph_crc"] or file_crc(rows_path) != meta["rows_crc"]:
             return Loaded(None, None, "corrupt: checksum mismatch (truncated or overwritten)")
         with np.load(rows_path) as rows:
             saved_ids = json.loads(rows["ids"].tobytes())

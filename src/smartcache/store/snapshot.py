@@ -27,13 +27,12 @@ import logging
 import os
 import shutil
 import uuid
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from smartcache.store.graph import Graph
+from smartcache.store.graph import Graph, file_crc
 
 log = logging.getLogger("smartcache.store")
 
@@ -72,14 +71,6 @@ class Snapshot:
     unindexed: int                     # the file's rows the index did not hold (unreadable) when taken
 
 
-def _crc(path: Path) -> int:
-    crc = 0
-    with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 22):
-            crc = zlib.crc32(chunk, crc)
-    return crc
-
-
 def save(folder: Path, snap: Snapshot) -> None:
     """Write ``snap`` as the folder's current snapshot, then drop the older ones. Processes
     sharing the file save one at a time (a lock file): one's clean-up never removes the
@@ -103,7 +94,7 @@ def _save(folder: Path, snap: Snapshot) -> None:
     def write(file: str, array: np.ndarray) -> None:
         with open(gen / file, "wb") as fh:
             np.save(fh, array, allow_pickle=False)
-        files[file] = _crc(gen / file)
+        files[file] = file_crc(gen / file)
 
     for column, dtype in ROW_COLUMNS.items():
         write(f"{column}.npy", np.ascontiguousarray(snap.columns[column], dtype=dtype))
@@ -118,16 +109,16 @@ def _save(folder: Path, snap: Snapshot) -> None:
             at += len(piece)
         out.flush()
         del out
-        files[f"{file}.npy"] = _crc(gen / f"{file}.npy")
+        files[f"{file}.npy"] = file_crc(gen / f"{file}.npy")
     (gen / "ids.json").write_text(json.dumps(snap.ids, ensure_ascii=False), encoding="utf-8")
-    files["ids.json"] = _crc(gen / "ids.json")
+    files["ids.json"] = file_crc(gen / "ids.json")
     pools = []
     for i, pool in enumerate(snap.pools):
         graph_file = None
         if pool.graph is not None:
             graph_file = f"graph-{i}.usearch"
             pool.graph.index.save(str(gen / graph_file))
-            files[graph_file] = _crc(gen / graph_file)
+            files[graph_file] = file_crc(gen / graph_file)
         pools.append({"key": list(pool.key), "start": pool.start, "count": pool.count,
                       "vector_start": pool.vector_start, "graph": graph_file})
     manifest = {"format": FORMAT, "folder": name, "seq": snap.seq, "file_id": snap.file_id, "dim": snap.dim,
@@ -172,7 +163,7 @@ def load(folder: Path, *, file_id: str, dim: int) -> Snapshot:
             raise Unusable("saved for another file")
         gen = folder / manifest["folder"]
         for file, crc in manifest["files"].items():
-            if _crc(gen / file) != crc:
+            if file_crc(gen / file) != crc:
                 raise Unusable(f"corrupt: {file} fails its checksum")
         columns = {column: np.load(gen / f"{column}.npy", allow_pickle=False) for column in ROW_COLUMNS}
         columns["vectors16"] = np.load(gen / "vectors16.npy", allow_pickle=False)
