@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from smartcache.store import EntryState, Scope, SearchFilter, VersionKeyHash, codec
+from smartcache.store import sqlite as sqlite_module
 from smartcache.store.sqlite import SqliteStore
 from test_store_scale import ANN, DIM, POOL, flt, make_entry
 
@@ -209,3 +210,31 @@ def test_processes_sharing_the_file_save_a_state_once(two, tmp_path):
     b.delete(entries[0].cache_id)
     b.save_snapshot()
     assert sorted(p.name for p in folder.iterdir()) != saved
+
+
+def test_after_a_snapshot_a_large_warm_index_is_made_cold_again(tmp_path, monkeypatch):
+    """Rows read or put since the open go back to columns once a snapshot holds them; the
+    store answers as before, takes writes, and other processes' writes still reach it."""
+    monkeypatch.setattr(sqlite_module, "COOL_ABOVE", 10)
+    store, entries = filled(tmp_path / "c.db", n=200)
+    other = SqliteStore(tmp_path / "c.db", DIM, ann_above=ANN)
+    queries = [e.turn_vector for e in entries[::25]]
+    before = searched(store, queries)
+    assert store._index.warm_rows > 10
+    store.put(make_entry(np.random.default_rng(4), 600))
+    store.save_snapshot()
+    assert store._index.warm_rows == 0 and len(store) == len(entries) + 1
+    assert searched(store, queries) == before
+    assert without_vectors(store.get(entries[40].cache_id)) == without_vectors(entries[40])
+    extra = make_entry(np.random.default_rng(8), 601)
+    store.put(extra)
+    assert store.search(flt(), extra.turn_vector, 1)[0].entry.cache_id == extra.cache_id
+    other.delete(entries[50].cache_id)
+    other.add_hits({entries[51].cache_id: (2, 7.0)})
+    assert store.get(entries[50].cache_id) is None and store.get(entries[51].cache_id).hit_count == 2
+    store.close()
+    other.close()
+    again = SqliteStore(tmp_path / "c.db", DIM, ann_above=ANN)
+    assert again.snapshot_status.startswith("snapshot") and len(again) == len(entries) + 1
+    assert again.search(flt(), extra.turn_vector, 1)[0].entry.cache_id == extra.cache_id
+    again.close()

@@ -316,14 +316,10 @@ class MemoryStore(Store):
         with self._lock:    # against rows made warm meanwhile: their columns move from cold to dicts
             ids: list[str] = []
             columns: dict[str, list] = {c: [] for c in ROW_COLUMNS}
-            columns["vectors16"], columns["vectors32"] = [], []
-            pools, sizes, cold = [], {"vectors16": 0, "vectors32": 0}, self._cold
+            pools, cold = [], self._cold
             for key, part in self._partitions.items():
                 n = len(part.ids)
-                matrix = "vectors16" if part.graph is not None else "vectors32"
-                pools.append(Pool(key, len(ids), n, sizes[matrix], part.graph))
-                columns[matrix].append(part.vectors[:n])
-                sizes[matrix] += n
+                pools.append(Pool(key, len(ids), n, part.vectors[:n], part.graph))
                 ids += part.ids[:n]
                 for column, source in (("labels", part.labels), ("servable", part.servable), ("frozen", part.frozen),
                                        ("expires", part.expires), ("feedback", part.feedback),
@@ -347,10 +343,24 @@ class MemoryStore(Store):
                     rows["request"][row] = request_hash(key, e.request_key)
                 for column, values in rows.items():
                     columns[column].append(values)
-        flat = {c: (np.concatenate(v) if v else np.zeros(0, ROW_COLUMNS[c])) for c, v in columns.items()
-                if c in ROW_COLUMNS}
-        flat["vectors16"], flat["vectors32"] = columns["vectors16"], columns["vectors32"]
+        flat = {c: (np.concatenate(v) if v else np.zeros(0, ROW_COLUMNS[c])) for c, v in columns.items()}
         return Snapshot(seq, file_id, self.dim, ids, domain_names(), flat, pools, unindexed)
+
+    @property
+    def warm_rows(self) -> int:
+        """Rows held as entries (put, or cold rows read since the restore)."""
+        return len(self._entries)
+
+    def cooled(self, snap: Snapshot, fetch: Callable[[str], Entry | None]) -> "MemoryStore":
+        """A store of this one's rows, all cold again, from ``snap`` (just taken of this one, with
+        every writer still held off): memory back to the columns' cost. It shares this store's
+        lock, matrices and graphs, so a search still running here never races a write there;
+        this store is then dropped."""
+        out = MemoryStore(self.dim, ann_above=self.ann_above)
+        out._lock = self._lock
+        out.restore_cold(snap, fetch)
+        out._next_label = max(out._next_label, self._next_label)    # a removed row's label is never reused
+        return out
 
     def restore_cold(self, snap: Snapshot, fetch: Callable[[str], Entry | None]) -> None:
         """Fill an empty store with a snapshot's rows, cold: columns only, each row read with
@@ -364,10 +374,9 @@ class MemoryStore(Store):
                                   c["session"], c["request"], fetch)
             for pool in snap.pools:
                 lo, hi = pool.start, pool.start + pool.count
-                matrix = c["vectors16"] if pool.graph is not None else c["vectors32"]
                 ids = snap.ids[lo:hi]
                 columns = {name: c[name][lo:hi] for name in ("labels", "servable", "frozen", "expires", "feedback")}
-                columns["vectors"] = matrix[pool.vector_start:pool.vector_start + pool.count]
+                columns["vectors"] = pool.vectors
                 part = _Partition.of_columns(self.dim, ids, columns, codes[lo:hi],
                                              np.arange(lo, hi, dtype=np.int32))
                 part.graph = pool.graph

@@ -48,13 +48,14 @@ ROW_COLUMNS = {
 
 @dataclass
 class Pool:
-    """One partition's rows: ``count`` rows from ``start`` in the row columns; its vectors from
-    ``vector_start`` in vectors16 (it has a graph) or vectors32 (it has none)."""
+    """One partition's rows: ``count`` rows from ``start`` in the row columns, its turn vectors
+    (half precision when it has a graph; in the files, one matrix of each precision holds every
+    pool's, in pool order) and its graph."""
 
     key: tuple[str, str, str]
     start: int
     count: int
-    vector_start: int
+    vectors: np.ndarray
     graph: Graph | None = None
 
 
@@ -65,8 +66,7 @@ class Snapshot:
     dim: int
     ids: list[str]
     domains: list[str]                 # the domain column's values index this
-    # ROW_COLUMNS, and vectors16 / vectors32 (when saving, a list of each pool's matrix)
-    columns: dict[str, np.ndarray | list[np.ndarray]]
+    columns: dict[str, np.ndarray]     # ROW_COLUMNS
     pools: list[Pool]
     unindexed: int                     # the file's rows the index did not hold (unreadable) when taken
 
@@ -98,9 +98,9 @@ def _save(folder: Path, snap: Snapshot) -> None:
 
     for column, dtype in ROW_COLUMNS.items():
         write(f"{column}.npy", np.ascontiguousarray(snap.columns[column], dtype=dtype))
-    for file, dtype in (("vectors16", np.float16), ("vectors32", np.float32)):
+    for file, dtype, graphs in (("vectors16", np.float16, True), ("vectors32", np.float32, False)):
         # Written pool by pool from the partitions' own matrices: no second copy of a GB in memory.
-        pieces = snap.columns[file]
+        pieces = [pool.vectors for pool in snap.pools if (pool.graph is not None) == graphs]
         out = np.lib.format.open_memmap(gen / f"{file}.npy", mode="w+", dtype=dtype,
                                         shape=(sum(len(p) for p in pieces), snap.dim))
         at = 0
@@ -119,8 +119,7 @@ def _save(folder: Path, snap: Snapshot) -> None:
             graph_file = f"graph-{i}.usearch"
             pool.graph.index.save(str(gen / graph_file))
             files[graph_file] = file_crc(gen / graph_file)
-        pools.append({"key": list(pool.key), "start": pool.start, "count": pool.count,
-                      "vector_start": pool.vector_start, "graph": graph_file})
+        pools.append({"key": list(pool.key), "start": pool.start, "count": pool.count, "graph": graph_file})
     manifest = {"format": FORMAT, "folder": name, "seq": snap.seq, "file_id": snap.file_id, "dim": snap.dim,
                 "rows": len(snap.ids), "domains": snap.domains, "unindexed": snap.unindexed, "pools": pools,
                 "files": files}
@@ -166,14 +165,18 @@ def load(folder: Path, *, file_id: str, dim: int) -> Snapshot:
             if file_crc(gen / file) != crc:
                 raise Unusable(f"corrupt: {file} fails its checksum")
         columns = {column: np.load(gen / f"{column}.npy", allow_pickle=False) for column in ROW_COLUMNS}
-        columns["vectors16"] = np.load(gen / "vectors16.npy", allow_pickle=False)
-        columns["vectors32"] = np.load(gen / "vectors32.npy", allow_pickle=False)
+        matrices = {graphs: np.load(gen / f"{file}.npy", allow_pickle=False)
+                    for file, graphs in (("vectors16", True), ("vectors32", False))}
         ids = json.loads((gen / "ids.json").read_text(encoding="utf-8"))
         rows = manifest["rows"]
-        if len(ids) != rows or any(columns[c].shape != (rows,) for c in ROW_COLUMNS):
+        if len(ids) != rows or any(columns[c].shape != (rows,) for c in ROW_COLUMNS) or \
+                sum(len(m) for m in matrices.values()) != rows:
             raise Unusable("corrupt: the columns do not hold the rows the manifest says")
-        pools = []
+        pools, taken = [], {True: 0, False: 0}
         for p in manifest["pools"]:
+            has_graph = p["graph"] is not None
+            vectors = matrices[has_graph][taken[has_graph]:taken[has_graph] + p["count"]]
+            taken[has_graph] += p["count"]
             graph = None
             if p["graph"] is not None:
                 graph = Graph(dim)
@@ -182,7 +185,7 @@ def load(folder: Path, *, file_id: str, dim: int) -> Snapshot:
                 keys = np.sort(np.asarray(graph.index.keys, dtype=np.int64))
                 if not np.array_equal(keys, np.sort(labels)):
                     raise Unusable("corrupt: a graph's keys are not its pool's labels")
-            pools.append(Pool(tuple(p["key"]), p["start"], p["count"], p["vector_start"], graph))
+            pools.append(Pool(tuple(p["key"]), p["start"], p["count"], vectors, graph))
         return Snapshot(int(manifest["seq"]), file_id, dim, ids, list(manifest["domains"]), columns, pools,
                         int(manifest["unindexed"]))
     except Unusable:

@@ -61,6 +61,9 @@ from smartcache.store.partition import Partition
 _EMPTY = np.zeros(0, np.float32)   # a stored entry's vector marker: its row holds the vector
 _BATCH = 4096   # rows read at a time: small, so the freed blobs of a batch leave no large holes in the heap
 CHANGES_KEPT_S = 600.0      # how long the change log keeps a write for processes that follow it
+# After a snapshot, an index holding more entries than this is made cold again from it: rows
+# read or put since cost about 1.6 KB each as entries, 0.2 KB as columns.
+COOL_ABOVE = 20_000
 _TRIM_EVERY = 1024          # log entries between two trims
 
 log = logging.getLogger("smartcache.store")
@@ -151,13 +154,13 @@ class SqliteStore(Store):
         self._generations: tuple[int | None, dict[str, int]] = (None, {})
         self._index_options = index_options
         self._index = MemoryStore(dim, **index_options)
+        self._closing = threading.Event()
         if not self._restore():
             self._load()
         self._index.adopt_graphs(self._adopt_graph)
         self.save_graphs()              # a graph rebuilt just now is saved at once
         if self._snapshot_seq is None:
             self.save_snapshot()        # and the rows read just now: the next open reads none
-        self._closing = threading.Event()
         self._saver = threading.Thread(target=self._save_every, args=(graph_save_s, snapshot_save_s), daemon=True,
                                        name="smartcache-graph-saver")
         self._saver.start()
@@ -293,11 +296,14 @@ class SqliteStore(Store):
                 return
             try:
                 unindexed = int(self._query("SELECT count(*) FROM entries", ())[0][0]) - len(self._index)
-                snapshot.save(self._snapshot_dir, self._index.snapshot(self._seen, self._file_id, unindexed))
+                snap = self._index.snapshot(self._seen, self._file_id, unindexed)
+                snapshot.save(self._snapshot_dir, snap)
             except (OSError, StoreError) as exc:     # the next open reads the rows: slower, never wrong
                 log.error("smartcache: cannot save the index snapshot beside %s: %s", self.path, exc)
                 return
             self._snapshot_seq = self._seen
+            if self._index.warm_rows > COOL_ABOVE and not self._closing.is_set():
+                self._index = self._index.cooled(snap, self._fetch_entry)
 
     def _fetch_entry(self, cache_id: str) -> Entry | None:
         """A cold row's entry: its index fields now, the rest when first read (``codec.lazy_entry``)."""
