@@ -238,3 +238,21 @@ def test_after_a_snapshot_a_large_warm_index_is_made_cold_again(tmp_path, monkey
     assert again.snapshot_status.startswith("snapshot") and len(again) == len(entries) + 1
     assert again.search(flt(), extra.turn_vector, 1)[0].entry.cache_id == extra.cache_id
     again.close()
+
+
+def test_sweeps_over_a_cold_store_keep_it_cold(tmp_path):
+    """Counts by state (every metrics scrape), a tenant's or a state's entries (the admin list,
+    a version bump) and iteration read cold rows in bulk and leave them cold."""
+    store, entries = filled(tmp_path / "c.db", n=200)
+    counts = store.count_by_state()
+    store.close()
+    again = SqliteStore(tmp_path / "c.db", DIM, ann_above=ANN)
+    assert again.count_by_state() == counts and counts["pending"] == 1
+    assert len(again.find(tenant="t")) == len(entries) and not again._index._entries
+    assert [e.cache_id for e in again.find(tenant="t", states=[EntryState.PENDING])] == [entries[5].cache_id]
+    assert again.find(tenant="other") == [] and again.find(version_key="v2") == []
+    listed = {e.cache_id: e for e in again}
+    assert set(listed) == {e.cache_id for e in entries} and not again._index._entries
+    assert without_vectors(listed[entries[7].cache_id]) == without_vectors(entries[7])
+    assert again._index.warm_rows == 0
+    again.close()

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -64,8 +64,8 @@ class ColdRows:
     conversation: np.ndarray     # int64 stable hashes
     session: np.ndarray
     request: np.ndarray
-    # Reads a row's entry from the store (None: the row is gone or unreadable).
-    fetch: Callable[[str], Entry | None]
+    # Reads rows' entries from the store, by id (a row gone or unreadable is left out).
+    fetch: Callable[[Sequence[str]], dict[str, Entry]]
     alive: np.ndarray = field(init=False)
     count: int = field(init=False)     # rows still cold
     _lookups: dict[str, _Lookup] = field(init=False, default_factory=dict)

@@ -171,7 +171,7 @@ class MemoryStore(Store):
         number = int(part.cold[row])
         if number < 0:
             return None
-        entry = self._cold.fetch(cache_id)
+        entry = self._cold.fetch([cache_id]).get(cache_id)
         if entry is None:
             return None
         part.cold[row] = -1
@@ -351,7 +351,7 @@ class MemoryStore(Store):
         """Rows held as entries (put, or cold rows read since the restore)."""
         return len(self._entries)
 
-    def cooled(self, snap: Snapshot, fetch: Callable[[str], Entry | None]) -> "MemoryStore":
+    def cooled(self, snap: Snapshot, fetch: Callable[[Sequence[str]], dict[str, Entry]]) -> "MemoryStore":
         """A store of this one's rows, all cold again, from ``snap`` (just taken of this one, with
         every writer still held off): memory back to the columns' cost. It shares this store's
         lock, matrices and graphs, so a search still running here never races a write there;
@@ -362,7 +362,7 @@ class MemoryStore(Store):
         out._next_label = max(out._next_label, self._next_label)    # a removed row's label is never reused
         return out
 
-    def restore_cold(self, snap: Snapshot, fetch: Callable[[str], Entry | None]) -> None:
+    def restore_cold(self, snap: Snapshot, fetch: Callable[[Sequence[str]], dict[str, Entry]]) -> None:
         """Fill an empty store with a snapshot's rows, cold: columns only, each row read with
         ``fetch`` when first asked for. Pools keep the snapshot's graphs."""
         with self._lock:
@@ -489,13 +489,12 @@ class MemoryStore(Store):
                 self._cold_ids(lambda cold: cold.by_conversation(conversation_hash))
             elif session_id is not None:
                 self._cold_ids(lambda cold: cold.by_session(session_id))
-            else:
-                self._warm_all()
             pool = (
                 [self._entries[i] for i in self._by_conversation.get(conversation_hash, ())]
                 if conversation_hash is not None else
                 [self._entries[i] for i in self._by_session.get(session_id, ())]
-                if session_id is not None else self._entries.values()
+                if session_id is not None else
+                [*self._entries.values(), *self._cold_entries(tenant, version_key, wanted)]
             )
             return [
                 self._full(e) for e in pool
@@ -540,11 +539,37 @@ class MemoryStore(Store):
                                                                             cold.hits[rows].tolist())]
             return out
 
-    def _warm_all(self) -> None:
-        """Every cold row read (a sweep that needs every entry: rare, and slow on a large store)."""
-        if self._cold is not None and self._cold.count:
-            for number in self._cold.living().tolist():
-                self._warm(self._cold.ids[number])
+    def _cold_entries(self, tenant: str | None = None, version_key: str | None = None,
+                      states: set[EntryState] | None = None) -> list[Entry]:
+        """The cold rows of the pools of ``tenant`` and ``version_key`` in ``states``, read from the
+        store in bulk and left cold: a sweep over every entry (an admin's list, a tenant's version
+        bump) neither keeps a million entries nor reads them one by one. Lock held."""
+        cold = self._cold
+        if cold is None or not cold.count:
+            return []
+        codes = None if states is None else np.array(sorted(STATE_CODE[s] for s in states), np.uint8)
+        ids: list[str] = []
+        for key, part in self._partitions.items():
+            if tenant is not None and key[0] != tenant or version_key is not None and key[1] != version_key:
+                continue
+            numbers = part.cold[:len(part.ids)]
+            numbers = numbers[numbers >= 0]
+            if codes is not None:
+                numbers = numbers[np.isin(cold.states[numbers], codes)]
+            ids += [cold.ids[n] for n in numbers.tolist()]
+        found = cold.fetch(ids) if ids else {}
+        return [found[i] for i in ids if i in found]
+
+    def count_by_state(self) -> dict[str, int]:
+        with self._lock:   # cold rows by their state column: no row read
+            counts = {state.value: 0 for state in EntryState}
+            for entry in self._entries.values():
+                counts[entry.state.value] += 1
+            if self._cold is not None and self._cold.count:
+                tally = np.bincount(self._cold.states[self._cold.alive], minlength=len(STATE_CODE))
+                for state, code in STATE_CODE.items():
+                    counts[state.value] += int(tally[code])
+            return counts
 
     def __contains__(self, cache_id: object) -> bool:
         with self._lock:
@@ -556,5 +581,4 @@ class MemoryStore(Store):
 
     def __iter__(self) -> Iterator[Entry]:
         with self._lock:
-            self._warm_all()
-            return iter([self._full(e) for e in self._entries.values()])
+            return iter([self._full(e) for e in (*self._entries.values(), *self._cold_entries())])

@@ -117,7 +117,7 @@ class SqliteStore(Store):
         self._snapshot_dir = self.path.with_name(self.path.name + ".index")
         self.snapshot_status = ""
         self._snapshot_seq: int | None = None      # the log position of the last snapshot saved or used
-        self._strings: dict[str, str] = {}          # shared by the entries read cold (``_fetch_entry``)
+        self._strings: dict[str, str] = {}          # shared by the entries read cold (``_fetch_entries``)
         self._saved_edits: dict[tuple[str, str, str], int] = {}
         self._lock = threading.RLock()
         try:
@@ -139,7 +139,7 @@ class SqliteStore(Store):
             # never waits on the write lock (writers take it before the index's).
             self._reader = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
             self._read_lock = threading.Lock()
-            # Cold rows' index fields (``_fetch_entry``): a connection of their own, so making a row
+            # Cold rows' index fields (``_fetch_entries``): a connection of their own, so making a row
             # warm never waits on a lazy field's read.
             self._cold_reader = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
             self._cold_lock = threading.Lock()
@@ -260,7 +260,7 @@ class SqliteStore(Store):
                 self.snapshot_status = (f"rows read: the snapshot (log position {snap.seq}) is older than the "
                                         "change log keeps, or newer than the file")
                 return False
-            self._index.restore_cold(snap, self._fetch_entry)
+            self._index.restore_cold(snap, self._fetch_entries)
             self._seen = snap.seq
             self.corrupt = snap.unindexed
             self._follow()
@@ -303,28 +303,31 @@ class SqliteStore(Store):
                 return
             self._snapshot_seq = self._seen
             if self._index.warm_rows > COOL_ABOVE and not self._closing.is_set():
-                self._index = self._index.cooled(snap, self._fetch_entry)
+                self._index = self._index.cooled(snap, self._fetch_entries)
 
-    def _fetch_entry(self, cache_id: str) -> Entry | None:
-        """A cold row's entry: its index fields now, the rest when first read (``codec.lazy_entry``)."""
+    def _fetch_entries(self, ids: list[str]) -> dict[str, Entry]:
+        """Cold rows' entries: their index fields now, the rest when first read
+        (``codec.lazy_entry``). A row gone or unreadable is left out (and logged)."""
         paths = ", ".join(f"'{p}'" for p in codec.EAGER_PATHS)
-        try:
-            with self._cold_lock:
-                row = self._cold_reader.execute(
-                    "SELECT cache_id, tenant, session_id, state, expires_at, "
-                    f"CASE WHEN json_valid(fields) THEN json_extract(fields, {paths}) END FROM entries "
-                    "WHERE cache_id = ?", (cache_id,)).fetchone()
-        except sqlite3.Error as exc:
-            raise StoreError(f"SQLite read failed: {exc}") from exc
-        if row is None:
-            return None
-        try:
-            if row[5] is None:
-                raise ValueError("its fields are not JSON")
-            return codec.lazy_entry(*row, _EMPTY, self._fetch, self._strings)
-        except (ValueError, KeyError, TypeError) as exc:
-            log.error("smartcache: cannot read entry %s in %s: %s", cache_id, self.path, exc)
-            return None
+        out: dict[str, Entry] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            try:
+                with self._cold_lock:
+                    rows = self._cold_reader.execute(
+                        "SELECT cache_id, tenant, session_id, state, expires_at, "
+                        f"CASE WHEN json_valid(fields) THEN json_extract(fields, {paths}) END FROM entries "
+                        f"WHERE cache_id IN ({', '.join('?' * len(chunk))})", tuple(chunk)).fetchall()
+            except sqlite3.Error as exc:
+                raise StoreError(f"SQLite read failed: {exc}") from exc
+            for row in rows:
+                try:
+                    if row[5] is None:
+                        raise ValueError("its fields are not JSON")
+                    out[row[0]] = codec.lazy_entry(*row, _EMPTY, self._fetch, self._strings)
+                except (ValueError, KeyError, TypeError) as exc:
+                    log.error("smartcache: cannot read entry %s in %s: %s", row[0], self.path, exc)
+        return out
 
     def _fetch(self, cache_id: str) -> tuple[bytes, np.ndarray | None] | None:
         """A lazy entry's fields and context vector, read back when it is first looked at."""
@@ -656,6 +659,10 @@ class SqliteStore(Store):
     def __contains__(self, cache_id: object) -> bool:
         self._sync()
         return cache_id in self._index      # no row read, cold or warm
+
+    def count_by_state(self) -> dict[str, int]:
+        self._sync()
+        return self._index.count_by_state()     # on every scrape: from the index, no row read
 
     def __iter__(self) -> Iterator[Entry]:
         self._sync()
