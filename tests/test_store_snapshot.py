@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from smartcache.store import EntryState, Scope, SearchFilter, VersionKeyHash, codec
+from smartcache.store import snapshot as snapshot_module
 from smartcache.store import sqlite as sqlite_module
 from smartcache.store.sqlite import SqliteStore
 from test_store_scale import ANN, DIM, POOL, flt, make_entry
@@ -256,3 +257,69 @@ def test_sweeps_over_a_cold_store_keep_it_cold(tmp_path):
     assert without_vectors(listed[entries[7].cache_id]) == without_vectors(entries[7])
     assert again._index.warm_rows == 0
     again.close()
+
+
+def test_a_snapshot_taken_before_following_another_process_still_counts_right(two, tmp_path):
+    """Rows another process added that this one has not followed yet are followed before the
+    save, not taken for unreadable ones (which would make the next open read every row)."""
+    a, b, entries = two
+    a.put(make_entry(np.random.default_rng(9), 1000))
+    for i in range(3):
+        b.put(make_entry(np.random.default_rng(10 + i), 2000 + i))
+    a.save_snapshot()
+    a._closing.set()
+    b._closing.set()
+    again = SqliteStore(tmp_path / "c.db", DIM, ann_above=ANN)
+    assert again.snapshot_status.startswith("snapshot") and again.corrupt == 0, again.snapshot_status
+    assert len(again) == len(entries) + 4
+    again.close()
+
+
+def test_cooling_leaves_nothing_a_stale_reader_could_misread(tmp_path, monkeypatch):
+    """The old index is emptied (a lookup still holding it misses), the new one keeps the old
+    arrays' spare room and the graph's save count."""
+    monkeypatch.setattr(sqlite_module, "COOL_ABOVE", 10)
+    store, entries = filled(tmp_path / "c.db", n=200)
+    old = store._index
+    edits, capacity = old._partitions[POOL].edits, old._partitions[POOL].vectors.shape[0]
+    store.save_snapshot()
+    assert store._index is not old and len(old) == 0
+    assert old.search(flt(), entries[0].turn_vector, 3) == [] and old.get(entries[0].cache_id) is None
+    part = store._index._partitions[POOL]
+    assert part.edits == edits and part.vectors.shape[0] == capacity > len(part.ids)
+    store.delete(entries[0].cache_id)
+    assert old.search(flt(), entries[1].turn_vector, 3) == []
+    assert store.search(flt(), entries[1].turn_vector, 1)[0].entry.cache_id == entries[1].cache_id
+    store.close()
+
+
+def test_a_save_that_fails_leaves_no_file_and_close_still_closes(tmp_path, monkeypatch):
+    store, entries = filled(tmp_path / "c.db", n=60)
+    store.save_snapshot()
+    folder = tmp_path / "c.db.index"
+    before = sorted(p.name for p in folder.iterdir())
+    store.put(make_entry(np.random.default_rng(3), 900))
+
+    def disk_full(self, snap):
+        raise RuntimeError("Failed to serialize into stream")      # what usearch raises on a full disk
+    monkeypatch.setattr(snapshot_module.Saving, "write_live", disk_full)
+    store.close()
+    assert sorted(p.name for p in folder.iterdir()) == before
+    with pytest.raises(sqlite3.ProgrammingError):
+        store._db.execute("SELECT 1")
+    monkeypatch.undo()
+    again = SqliteStore(tmp_path / "c.db", DIM, ann_above=ANN)     # the older snapshot, and the log since
+    assert again.snapshot_status.startswith("snapshot") and len(again) == len(entries) + 1
+    again.close()
+
+
+def test_a_process_whose_save_another_made_goes_cold_too(two, monkeypatch):
+    monkeypatch.setattr(sqlite_module, "COOL_ABOVE", 10)
+    a, b, entries = two
+    for e in entries[:30]:
+        b.get(e.cache_id)
+    a.put(make_entry(np.random.default_rng(6), 700))
+    a.save_snapshot()
+    assert b._index.warm_rows >= 30
+    b.save_snapshot()           # the state is saved already: not written again, but b goes cold
+    assert b._index.warm_rows == 0 and len(b) == len(entries) + 1

@@ -353,13 +353,18 @@ class MemoryStore(Store):
 
     def cooled(self, snap: Snapshot, fetch: Callable[[Sequence[str]], dict[str, Entry]]) -> "MemoryStore":
         """A store of this one's rows, all cold again, from ``snap`` (just taken of this one, with
-        every writer still held off): memory back to the columns' cost. It shares this store's
-        lock, matrices and graphs, so a search still running here never races a write there;
-        this store is then dropped."""
+        every writer still held off): memory back to the columns' cost. It takes over this
+        store's lock, arrays (with their spare room) and graphs; this store is left empty, so a
+        reader that still holds it finds nothing (a miss), never rows the new one has moved."""
         out = MemoryStore(self.dim, ann_above=self.ann_above)
         out._lock = self._lock
-        out.restore_cold(snap, fetch)
-        out._next_label = max(out._next_label, self._next_label)    # a removed row's label is never reused
+        with self._lock:
+            out.restore_cold(snap, fetch)
+            for key, part in out._partitions.items():
+                part.take_room(self._partitions[key])
+            out._next_label = max(out._next_label, self._next_label)    # a removed row's label is never reused
+            self.__init__(self.dim, ann_above=self.ann_above)
+            self._lock = out._lock
         return out
 
     def restore_cold(self, snap: Snapshot, fetch: Callable[[Sequence[str]], dict[str, Entry]]) -> None:

@@ -98,6 +98,24 @@ class Partition:
         part.label_row = dict(zip(part.labels.tolist(), range(n)))
         return part
 
+    def take_room(self, old: "Partition") -> None:
+        """Adopt ``old``'s arrays, spare room included, where this partition was restored from a
+        snapshot of it (the same rows, in the same order): no copy, and the next append does
+        not copy a full pool. Its save count goes on (``edits``)."""
+        n = len(self.ids)
+        if len(old.ids) != n:
+            raise ValueError("take_room needs the partition this one was restored from")
+        self.edits = old.edits
+        capacity = old.vectors.shape[0]
+        if capacity == n:
+            return
+        cold, self.cold = self.cold, np.full(capacity, -1, np.int32)
+        self.cold[:n] = cold
+        self.ctx_slot = np.full(capacity, -1, np.int32)
+        self.vectors, self.labels, self.servable, self.frozen = old.vectors, old.labels, old.servable, old.frozen
+        self.expires, self.feedback, self.domains = old.expires, old.feedback, old.domains
+        self.version += 1
+
     def _allocate(self, capacity: int) -> None:
         old = len(self.ids)
         def grow(arr: np.ndarray | None, shape: tuple[int, ...], dtype: object) -> np.ndarray:

@@ -71,67 +71,85 @@ class Snapshot:
     unindexed: int                     # the file's rows the index did not hold (unreadable) when taken
 
 
-def save(folder: Path, snap: Snapshot) -> None:
-    """Write ``snap`` as the folder's current snapshot, then drop the older ones. Processes
-    sharing the file save one at a time (a lock file): one's clean-up never removes the
-    snapshot another is writing."""
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / ".lock", "a+") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+class Saving:
+    """One snapshot being written, in two steps: ``write_live`` writes what the index changes in
+    place (the vector matrices, the graphs) and must run while every writer is held off;
+    ``finish`` writes the rest (columns already copied, ids), checks every file and makes the
+    snapshot current, and may run after the writers go on. Processes sharing the file save one
+    at a time (a lock file, taken first): one's clean-up never removes the snapshot another is
+    writing. Used as a context manager; a save that fails leaves no file of its own behind."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+        self._lock = open(folder / ".lock", "a+")
+        self.name = f"gen-{uuid.uuid4().hex}"
+        self.gen = folder / self.name
+        self._graphs: dict[int, str] = {}
+        self._done = False
         try:
-            _save(folder, snap)
-        finally:
-            with contextlib.suppress(OSError):
-                fcntl.flock(lock, fcntl.LOCK_UN)
+            fcntl.flock(self._lock, fcntl.LOCK_EX)
+            self.gen.mkdir()
+        except BaseException:
+            self._lock.close()
+            raise
+
+    def __enter__(self) -> "Saving":
+        return self
+
+    def __exit__(self, kind, value, trace) -> None:
+        if not self._done:          # failed, or nothing to save after all
+            shutil.rmtree(self.gen, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            fcntl.flock(self._lock, fcntl.LOCK_UN)
+        self._lock.close()
+
+    def write_live(self, snap: Snapshot) -> None:
+        for file, dtype, graphs in (("vectors16", np.float16, True), ("vectors32", np.float32, False)):
+            # Written pool by pool from the partitions' own matrices: no second copy in memory.
+            pieces = [pool.vectors for pool in snap.pools if (pool.graph is not None) == graphs]
+            out = np.lib.format.open_memmap(self.gen / f"{file}.npy", mode="w+", dtype=dtype,
+                                            shape=(sum(len(p) for p in pieces), snap.dim))
+            at = 0
+            for piece in pieces:
+                out[at:at + len(piece)] = piece
+                at += len(piece)
+            out.flush()
+            del out
+        for i, pool in enumerate(snap.pools):
+            if pool.graph is not None:
+                self._graphs[i] = f"graph-{i}.usearch"
+                pool.graph.index.save(str(self.gen / self._graphs[i]))
+
+    def finish(self, snap: Snapshot) -> None:
+        gen = self.gen
+        for column, dtype in ROW_COLUMNS.items():
+            with open(gen / f"{column}.npy", "wb") as fh:
+                np.save(fh, np.ascontiguousarray(snap.columns[column], dtype=dtype), allow_pickle=False)
+        (gen / "ids.json").write_text(json.dumps(snap.ids, ensure_ascii=False), encoding="utf-8")
+        files = {path.name: file_crc(path) for path in sorted(gen.iterdir())}
+        pools = [{"key": list(pool.key), "start": pool.start, "count": pool.count, "graph": self._graphs.get(i)}
+                 for i, pool in enumerate(snap.pools)]
+        manifest = {"format": FORMAT, "folder": self.name, "seq": snap.seq, "file_id": snap.file_id,
+                    "dim": snap.dim, "rows": len(snap.ids), "domains": snap.domains, "unindexed": snap.unindexed,
+                    "pools": pools, "files": files}
+        tmp = self.folder / f"{CURRENT}.{self.name}.tmp"
+        tmp.write_text(json.dumps(manifest), encoding="utf-8")
+        os.replace(tmp, self.folder / CURRENT)
+        self._done = True
+        for old in self.folder.iterdir():        # older snapshots, and what a save cut short left
+            if old.name not in (self.name, CURRENT, ".lock"):
+                if old.is_dir():
+                    shutil.rmtree(old, ignore_errors=True)
+                else:
+                    old.unlink(missing_ok=True)
 
 
-def _save(folder: Path, snap: Snapshot) -> None:
-    name = f"gen-{uuid.uuid4().hex}"
-    gen = folder / name
-    gen.mkdir()
-    files: dict[str, int] = {}
-
-    def write(file: str, array: np.ndarray) -> None:
-        with open(gen / file, "wb") as fh:
-            np.save(fh, array, allow_pickle=False)
-        files[file] = file_crc(gen / file)
-
-    for column, dtype in ROW_COLUMNS.items():
-        write(f"{column}.npy", np.ascontiguousarray(snap.columns[column], dtype=dtype))
-    for file, dtype, graphs in (("vectors16", np.float16, True), ("vectors32", np.float32, False)):
-        # Written pool by pool from the partitions' own matrices: no second copy of a GB in memory.
-        pieces = [pool.vectors for pool in snap.pools if (pool.graph is not None) == graphs]
-        out = np.lib.format.open_memmap(gen / f"{file}.npy", mode="w+", dtype=dtype,
-                                        shape=(sum(len(p) for p in pieces), snap.dim))
-        at = 0
-        for piece in pieces:
-            out[at:at + len(piece)] = piece
-            at += len(piece)
-        out.flush()
-        del out
-        files[f"{file}.npy"] = file_crc(gen / f"{file}.npy")
-    (gen / "ids.json").write_text(json.dumps(snap.ids, ensure_ascii=False), encoding="utf-8")
-    files["ids.json"] = file_crc(gen / "ids.json")
-    pools = []
-    for i, pool in enumerate(snap.pools):
-        graph_file = None
-        if pool.graph is not None:
-            graph_file = f"graph-{i}.usearch"
-            pool.graph.index.save(str(gen / graph_file))
-            files[graph_file] = file_crc(gen / graph_file)
-        pools.append({"key": list(pool.key), "start": pool.start, "count": pool.count, "graph": graph_file})
-    manifest = {"format": FORMAT, "folder": name, "seq": snap.seq, "file_id": snap.file_id, "dim": snap.dim,
-                "rows": len(snap.ids), "domains": snap.domains, "unindexed": snap.unindexed, "pools": pools,
-                "files": files}
-    tmp = folder / f"{CURRENT}.{name}.tmp"
-    tmp.write_text(json.dumps(manifest), encoding="utf-8")
-    os.replace(tmp, folder / CURRENT)
-    for old in folder.iterdir():        # older snapshots, and what a save cut short left
-        if old.name not in (name, CURRENT, ".lock"):
-            if old.is_dir():
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                old.unlink(missing_ok=True)
+def save(folder: Path, snap: Snapshot) -> None:
+    """Write ``snap`` as the folder's current snapshot in one go (nothing changes it meanwhile)."""
+    with Saving(folder) as saving:
+        saving.write_live(snap)
+        saving.finish(snap)
 
 
 def saved_seq(folder: Path, file_id: str) -> int | None:

@@ -283,33 +283,60 @@ class SqliteStore(Store):
         return True
 
     def save_snapshot(self) -> None:
-        """Save the index as a snapshot if the file changed since the last one. Holds the write
-        lock while it writes (seconds at a million rows): lookups go on, writes wait."""
-        with self._lock:
-            if not len(self._index) and not self._snapshot_dir.exists():
-                return      # an empty store opens at once anyway
-            # Workers sharing the file follow the same log: one saved this very state, or a later one.
-            # (Not after an open that could not use the snapshot there: it is replaced.)
-            saved = snapshot.saved_seq(self._snapshot_dir, self._file_id)
-            if self._snapshot_seq is not None and saved is not None and saved >= self._seen:
-                self._snapshot_seq = self._seen
-                return
-            try:
-                unindexed = int(self._query("SELECT count(*) FROM entries", ())[0][0]) - len(self._index)
-                snap = self._index.snapshot(self._seen, self._file_id, unindexed)
-                snapshot.save(self._snapshot_dir, snap)
-            except (OSError, StoreError) as exc:     # the next open reads the rows: slower, never wrong
-                log.error("smartcache: cannot save the index snapshot beside %s: %s", self.path, exc)
-                return
+        """Save the index as a snapshot if the file changed since the last one. What the index
+        changes in place (its vector matrices and graphs) is written with the writers held off
+        (about a second at a million rows; a lookup that must follow another process's write
+        waits too); columns, ids and checksums after. Then an index holding more than
+        ``COOL_ABOVE`` entries is made cold again from it."""
+        if not len(self._index) and not self._snapshot_dir.joinpath(snapshot.CURRENT).exists():
+            return      # an empty store opens at once anyway
+        try:
+            with snapshot.Saving(self._snapshot_dir) as saving:    # its file lock first, never under ours
+                with self._lock:
+                    snap = self._capture()
+                    if snap is None:
+                        return
+                    saving.write_live(snap)
+                    self._cool(snap)
+                saving.finish(snap)
+        except (OSError, RuntimeError, ValueError, StoreError) as exc:  # the next open reads the rows
+            log.error("smartcache: cannot save the index snapshot beside %s: %s", self.path, exc)
+            return
+        self._snapshot_seq = snap.seq
+
+    def _capture(self) -> snapshot.Snapshot | None:
+        """The index as a snapshot, after following the log in the read transaction that counts
+        the file's rows (so rows another process added or removed meanwhile are not taken for
+        unreadable ones); None when there is nothing to save. ``self._lock`` held."""
+        self._db.execute("BEGIN")
+        try:
+            self._follow()
+            rows = int(self._query("SELECT count(*) FROM entries", ())[0][0])
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.execute("COMMIT")
+        snap = self._index.snapshot(self._seen, self._file_id, rows - len(self._index))
+        # Workers sharing the file follow the same log: one saved this very state, or a later one.
+        # (Not after an open that could not use the snapshot there: it is replaced.)
+        saved = snapshot.saved_seq(self._snapshot_dir, self._file_id)
+        if self._snapshot_seq is not None and saved is not None and saved >= self._seen:
             self._snapshot_seq = self._seen
-            if self._index.warm_rows > COOL_ABOVE and not self._closing.is_set():
-                self._index = self._index.cooled(snap, self._fetch_entries)
+            self._cool(snap)            # this process's rows go cold all the same
+            return None
+        return snap
+
+    def _cool(self, snap: snapshot.Snapshot) -> None:
+        """The index made cold again from ``snap``, taken of it just now (``self._lock`` held)."""
+        if self._index.warm_rows > COOL_ABOVE and not self._closing.is_set():
+            self._index = self._index.cooled(snap, self._fetch_entries)
 
     def _fetch_entries(self, ids: list[str]) -> dict[str, Entry]:
         """Cold rows' entries: their index fields now, the rest when first read
         (``codec.lazy_entry``). A row gone or unreadable is left out (and logged)."""
         paths = ", ".join(f"'{p}'" for p in codec.EAGER_PATHS)
         out: dict[str, Entry] = {}
+        if len(self._strings) > 4096:       # shared strings, not every session id ever read
+            self._strings.clear()
         for start in range(0, len(ids), 500):
             chunk = ids[start:start + 500]
             try:
@@ -367,7 +394,7 @@ class SqliteStore(Store):
                 n = len(part.ids)
                 try:
                     graph.save(self._graph_dir, key, part.graph, part.ids[:n], part.labels[:n], part.vectors[:n])
-                except OSError as exc:   # the next open rebuilds: slower, never wrong
+                except (OSError, RuntimeError) as exc:   # the next open rebuilds: slower, never wrong
                     log.error("smartcache: cannot save the HNSW graph beside %s: %s", self.path, exc)
                     continue
                 self._saved_edits[key] = part.edits
@@ -725,9 +752,14 @@ class SqliteStore(Store):
 
     def close(self) -> None:
         self._closing.set()
-        with self._lock:
+        try:
             self.save_graphs()
             self.save_snapshot()
+        finally:
+            self._close_connections()
+
+    def _close_connections(self) -> None:
+        with self._lock:
             self._db.close()
             with self._read_lock:
                 self._reader.close()
