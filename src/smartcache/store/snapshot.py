@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import logging
 import os
 import shutil
 import uuid
@@ -34,11 +33,9 @@ import numpy as np
 
 from smartcache.store.graph import Graph, file_crc
 
-log = logging.getLogger("smartcache.store")
-
 FORMAT = 1
 CURRENT = "current.json"
-# One array a column; the row-aligned ones (all but the vectors) hold every row of every pool.
+# One array a column, holding every row of every pool (the vectors are two matrices beside them).
 ROW_COLUMNS = {
     "labels": np.int64, "servable": np.bool_, "frozen": np.bool_, "expires": np.float64, "feedback": np.float32,
     "domain": np.int32, "states": np.uint8, "created": np.float64, "last_hit": np.float64, "hits": np.int64,
@@ -143,13 +140,6 @@ class Saving:
                     shutil.rmtree(old, ignore_errors=True)
                 else:
                     old.unlink(missing_ok=True)
-
-
-def save(folder: Path, snap: Snapshot) -> None:
-    """Write ``snap`` as the folder's current snapshot in one go (nothing changes it meanwhile)."""
-    with Saving(folder) as saving:
-        saving.write_live(snap)
-        saving.finish(snap)
 
 
 def saved_seq(folder: Path, file_id: str) -> int | None:
