@@ -315,19 +315,23 @@ class SqliteStore(Store):
         finally:
             with contextlib.suppress(sqlite3.Error):
                 self._db.execute("COMMIT")
-        snap = self._index.snapshot(self._seen, self._file_id, rows - len(self._index))
-        # Workers sharing the file follow the same log: one saved this very state, or a later one.
-        # (Not after an open that could not use the snapshot there: it is replaced.)
+        unindexed = rows - len(self._index)
+        # Saved already, by this process or another following the same log (not after an open
+        # that could not use the snapshot there: that one is replaced).
         saved = snapshot.saved_seq(self._snapshot_dir, self._file_id)
         if self._snapshot_seq is not None and saved is not None and saved >= self._seen:
             self._snapshot_seq = self._seen
-            self._cool(snap)            # this process's rows go cold all the same
+            if self._cooling_due():     # this process's rows go cold all the same
+                self._cool(self._index.snapshot(self._seen, self._file_id, unindexed))
             return None
-        return snap
+        return self._index.snapshot(self._seen, self._file_id, unindexed)
+
+    def _cooling_due(self) -> bool:
+        return self._index.warm_rows > COOL_ABOVE and not self._closing.is_set()
 
     def _cool(self, snap: snapshot.Snapshot) -> None:
         """The index made cold again from ``snap``, taken of it just now (``self._lock`` held)."""
-        if self._index.warm_rows > COOL_ABOVE and not self._closing.is_set():
+        if self._cooling_due():
             self._index = self._index.cooled(snap, self._fetch_entries)
 
     def _fetch_entries(self, ids: list[str]) -> dict[str, Entry]:
