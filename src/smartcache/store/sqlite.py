@@ -155,8 +155,11 @@ class SqliteStore(Store):
         self._index_options = index_options
         self._index = MemoryStore(dim, **index_options)
         self._closing = threading.Event()
+        started = time.perf_counter()
         if not self._restore():
             self._load()
+        log.info("smartcache: opened %s in %.1f s (%s)", self.path, time.perf_counter() - started,
+                 self.snapshot_status)
         self._index.adopt_graphs(self._adopt_graph)
         self.save_graphs()              # a graph rebuilt just now is saved at once
         if self._snapshot_seq is None:
