@@ -323,3 +323,86 @@ def test_a_process_whose_save_another_made_goes_cold_too(two, monkeypatch):
     assert b._index.warm_rows >= 30
     b.save_snapshot()           # the state is saved already: not written again, but b goes cold
     assert b._index.warm_rows == 0 and len(b) == len(entries) + 1
+
+
+@pytest.mark.integration
+def test_lookups_writes_hits_and_saves_at_once_keep_every_answer_right(tmp_path, monkeypatch):
+    """Two stores on one file for a few seconds: three threads look up, one writes, deletes and
+    counts hits, one saves snapshots (each making the index cold again). Every result is the
+    entry that was put, with its own vector; afterwards the snapshot and its log give what
+    reading every row gives."""
+    import threading
+    import time
+
+    from smartcache.errors import StoreError
+    monkeypatch.setattr(sqlite_module, "COOL_ABOVE", 20)
+    store, first = filled(tmp_path / "c.db", n=300)
+    store.close()
+    entries = {e.cache_id: e for e in first}
+    ids = list(entries)
+    a = SqliteStore(tmp_path / "c.db", DIM, ann_above=ANN)
+    b = SqliteStore(tmp_path / "c.db", DIM, ann_above=ANN)
+    wrong: list[str] = []
+    stop = time.monotonic() + 4.0
+    lock = threading.Lock()
+
+    def reader(store, seed):
+        pick = np.random.default_rng(seed)
+        while time.monotonic() < stop:
+            probe = entries[ids[pick.integers(len(ids))]]
+            try:
+                for r in store.search(flt(), probe.turn_vector, 4):
+                    want = entries[r.entry.cache_id]
+                    if r.entry.answer != want.answer or float(r.entry.turn_vector @ want.turn_vector) < 0.99:
+                        wrong.append(r.entry.cache_id)
+                store.find(conversation_hash=probe.conversation_hash)
+            except StoreError as exc:      # a lazy field of a row deleted meanwhile: a miss, as before
+                assert "removed while it was being read" in str(exc)
+
+    def writer():
+        pick = np.random.default_rng(99)
+        n = 10_000
+        while time.monotonic() < stop:
+            target = (a, b)[pick.integers(2)]
+            if pick.random() < 0.5:
+                n += 1
+                e = make_entry(pick, n)
+                with lock:
+                    entries[e.cache_id] = e
+                    ids.append(e.cache_id)
+                target.put(e)
+            else:
+                target.delete(ids[pick.integers(len(ids))])
+            target.add_hits({ids[pick.integers(len(ids))]: (1, 5.0)})
+
+    def saver():
+        while time.monotonic() < stop:
+            (a, b)[int(time.monotonic() * 10) % 2].save_snapshot()
+            time.sleep(0.05)
+
+    failures: list[BaseException] = []
+
+    def caught(run, *args):
+        def body():
+            try:
+                run(*args)
+            except BaseException as exc:   # a thread's failure fails the test
+                failures.append(exc)
+        return threading.Thread(target=body)
+
+    threads = [caught(reader, a, 1), caught(reader, a, 2), caught(reader, b, 3), caught(writer), caught(saver)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    a.close()
+    b.close()
+    assert not failures and not wrong, (failures, wrong)
+    restored = SqliteStore(tmp_path / "c.db", DIM, ann_above=ANN)
+    assert restored.snapshot_status.startswith("snapshot")
+    cold = sorted((e.cache_id, e.hit_count, e.state.value) for e in restored)
+    restored.close()
+    shutil.rmtree(tmp_path / "c.db.index")
+    read = SqliteStore(tmp_path / "c.db", DIM, ann_above=ANN)
+    assert cold == sorted((e.cache_id, e.hit_count, e.state.value) for e in read)
+    read.close()
