@@ -166,27 +166,28 @@ class MemoryStore(Store):
     def _warm(self, cache_id: str) -> Entry | None:
         """A cold row as an entry, from then on indexed like one put: read from the store and
         kept. None when the store no longer has it (its removal is on its way, in the log)."""
-        key, row = self._where[cache_id]
-        part = self._partitions[key]
-        number = int(part.cold[row])
-        if number < 0:
-            return None
-        entry = self._cold.fetch([cache_id]).get(cache_id)
-        if entry is None:
-            return None
-        part.cold[row] = -1
-        self._cold.kill(number)
-        self._entries[cache_id] = entry
-        self._by_conversation.setdefault(entry.conversation_hash, set()).add(cache_id)
-        self._by_session.setdefault(entry.session_id, set()).add(cache_id)
-        self._index_request(key, entry)
-        return entry
+        return self._warm_many([cache_id]).get(cache_id)
+
+    def _warm_many(self, ids: list[str]) -> dict[str, Entry]:
+        """``_warm`` of several rows, read in one go (a search's top k). Lock held."""
+        cold = [i for i in ids if self._partitions[self._where[i][0]].cold[self._where[i][1]] >= 0]
+        found = self._cold.fetch(cold) if cold else {}
+        for cache_id, entry in found.items():
+            key, row = self._where[cache_id]
+            part = self._partitions[key]
+            self._cold.kill(int(part.cold[row]))
+            part.cold[row] = -1
+            self._entries[cache_id] = entry
+            self._by_conversation.setdefault(entry.conversation_hash, set()).add(cache_id)
+            self._by_session.setdefault(entry.session_id, set()).add(cache_id)
+            self._index_request(key, entry)
+        return found
 
     def _cold_ids(self, found: Callable[[ColdRows], list[str]]) -> list[str]:
         """Cold rows a lookup names, made warm (lock held)."""
         if self._cold is None or not self._cold.count:
             return []
-        return [i for i in found(self._cold) if self._warm(i) is not None]
+        return list(self._warm_many(found(self._cold)))
 
     def get(self, cache_id: str) -> Entry | None:
         with self._lock:
@@ -420,11 +421,8 @@ class MemoryStore(Store):
                 if part is None:
                     continue
                 n = len(part.ids)
-                mask = part.servable[:n] & (part.feedback[:n] >= flt.feedback_floor)
-                mask &= part.frozen[:n] | (part.expires[:n] > flt.now)
-                if flt.domain is not None and flt.domain != "general":
-                    mask &= part.in_domain(flt.domain, n)
-                rows = self._graph_rows(part, vector, k, mask) if part.graph is not None else None
+                mask, servable = part.servable_rows(flt.feedback_floor, flt.now, flt.domain)
+                rows = self._graph_rows(part, vector, k, mask, servable) if part.graph is not None else None
                 if rows is None:
                     rows = np.flatnonzero(mask)
                 if rows.size == 0:
@@ -433,6 +431,8 @@ class MemoryStore(Store):
                 scores = self._scan(part, vector)[rows] if rows.size > n // 4 else part.vectors[rows] @ vector
                 top = rows.size if rows.size <= k else k
                 best = np.argpartition(-scores, top - 1)[:top] if top < rows.size else np.arange(rows.size)
+                if self._cold is not None and self._cold.count:     # the cold ones read in one go
+                    self._warm_many([part.ids[int(rows[i])] for i in best if part.cold[int(rows[i])] >= 0])
                 for i in best:
                     row = int(rows[i])
                     stored = self._entry(part.ids[row])
@@ -455,10 +455,11 @@ class MemoryStore(Store):
         return scores
 
     @staticmethod
-    def _graph_rows(part: _Partition, vector: np.ndarray, k: int, mask: np.ndarray) -> np.ndarray | None:
-        """Rows the graph proposes that pass the mask, at least k of them; None: scan instead."""
+    def _graph_rows(part: _Partition, vector: np.ndarray, k: int, mask: np.ndarray,
+                    servable: int) -> np.ndarray | None:
+        """Rows the graph proposes that pass the mask (``servable`` of them), at least k of them;
+        None: scan instead."""
         n = len(part.ids)
-        servable = int(mask.sum())
         if servable <= 4 * k:
             return None            # a handful of rows: the scan is exact and as fast
         label_row = part.label_row

@@ -10,6 +10,7 @@ one in, so the arrays stay dense and a search allocates nothing per row.
 
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -61,6 +62,9 @@ class Partition:
     feedback: np.ndarray = field(init=False)   # float32 feedback score
     domains: np.ndarray = field(init=False)    # int32: the domain tag's ``domain_code``
     cold: np.ndarray = field(init=False)       # int32: the row's number among the store's cold rows; -1: warm
+    changes: int = 0                           # bumped whenever a row's search columns change (the mask memo)
+    # (feedback floor, domain) -> (changes, computed at, valid until, mask, its count): ``servable_rows``
+    _masks: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self._allocate(4)   # most partitions are one session's few turns
@@ -115,9 +119,11 @@ class Partition:
         self.vectors, self.labels, self.servable, self.frozen = old.vectors, old.labels, old.servable, old.frozen
         self.expires, self.feedback, self.domains = old.expires, old.feedback, old.domains
         self.version += 1
+        self.changes += 1
 
     def _allocate(self, capacity: int) -> None:
         old = len(self.ids)
+        self.changes += 1
         def grow(arr: np.ndarray | None, shape: tuple[int, ...], dtype: object) -> np.ndarray:
             new = np.zeros(shape, dtype=dtype)
             if arr is not None:
@@ -165,6 +171,7 @@ class Partition:
             self.version += 1
         if entry.context_vector is None or entry.context_vector.size:   # size 0: keep the row's
             self._set_context(row, entry.context_vector)
+        self.changes += 1
         self.servable[row] = entry.state.servable
         self.frozen[row] = entry.state is EntryState.FROZEN
         self.expires[row] = entry.expires_at
@@ -186,6 +193,27 @@ class Partition:
             self.graph.add(self.labels[row:row + 1], self.vectors[row:row + 1])
             self.edits += 1
         return row
+
+    def servable_rows(self, floor: float, now: float, domain: str | None) -> tuple[np.ndarray, int]:
+        """The rows a search may return (servable, feedback at least ``floor``, frozen or not
+        expired at ``now``, of ``domain`` or general: a mask over the first rows) and how many.
+        Kept while no row changes and no row it holds expires: at a million rows the mask is
+        four passes over every row, each search. The mask is shared: never write to it."""
+        held = self._masks.get((floor, domain))
+        if held is not None and held[0] == self.changes and held[1] <= now < held[2]:
+            return held[3], held[4]
+        n = len(self.ids)
+        mask = self.servable[:n] & (self.feedback[:n] >= floor)
+        mask &= self.frozen[:n] | (self.expires[:n] > now)
+        if domain is not None and domain != "general":
+            mask &= self.in_domain(domain, n)
+        expiring = mask & ~self.frozen[:n]
+        until = float(self.expires[:n][expiring].min()) if expiring.any() else math.inf
+        count = int(np.count_nonzero(mask))
+        if len(self._masks) >= 8:
+            self._masks.clear()
+        self._masks[(floor, domain)] = (self.changes, now, until, mask, count)
+        return mask, count
 
     def in_domain(self, domain: str, n: int) -> np.ndarray:
         """Rows of ``domain`` or 'general' among the first ``n``."""
@@ -221,6 +249,7 @@ class Partition:
         last = len(self.ids) - 1
         moved = None
         self.version += 1
+        self.changes += 1
         del self.label_row[int(self.labels[row])]
         self._set_context(row, None)
         if self.graph is not None:
