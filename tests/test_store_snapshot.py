@@ -406,3 +406,29 @@ def test_lookups_writes_hits_and_saves_at_once_keep_every_answer_right(tmp_path,
     read = SqliteStore(tmp_path / "c.db", DIM, ann_above=ANN)
     assert cold == sorted((e.cache_id, e.hit_count, e.state.value) for e in read)
     read.close()
+
+
+def test_admin_stats_say_how_the_store_was_opened(tmp_path, encoder):
+    """An operator sees whether a restart opened the file from its snapshot, and why not; the
+    gateway's shutdown saved the snapshot the restart opens from."""
+    from fastapi.testclient import TestClient
+
+    from smartcache import SmartCache, load_config
+    from smartcache.engine import FakeEngine
+    from smartcache.gateway import AuthPolicy, GatewaySettings, create_app
+
+    config = load_config(store={"backend": "sqlite", "path": str(tmp_path / "c.db")})
+
+    def stats() -> dict:
+        cache = SmartCache(config, encoder=encoder)
+        app = create_app(cache, FakeEngine(), GatewaySettings(), auth=AuthPolicy(), close_engine=False,
+                         close_store=True)
+        with TestClient(app) as client:
+            answered = client.post("/v1/chat/completions", headers={"x-session-id": "s"}, json={
+                "model": "fake-engine", "messages": [{"role": "user", "content": "How do I boil an egg?"}]})
+            assert answered.status_code == 200, answered.text
+            return client.get("/admin/stats").json()["store"]
+
+    first = stats()
+    assert first["opened"].startswith("rows read: no snapshot") and first["unreadable_rows"] == 0
+    assert stats()["opened"].startswith("snapshot: 1 rows cold")

@@ -187,7 +187,7 @@ def build_app(args: argparse.Namespace, cache: SmartCache, engine, admin_token: 
                                   if (value := getattr(args, name)) is not None})
     # Beyond loopback, an admin API without a token would hand every tenant's answers to the network.
     return create_app(cache, engine, settings, admin_token=admin_token, auth=auth,
-                      close_admin=args.host not in LOOPBACK)
+                      close_admin=args.host not in LOOPBACK, close_store=True)
 
 
 def _admin_token(args: argparse.Namespace, config: AuthConfig, *, quiet: bool = False) -> str | None:

@@ -112,6 +112,7 @@ def admin_router(service: ChatService, token: str | None, *, closed: bool = Fals
             "invalidations": s.invalidations, "evicted": s.evicted, "timeline": view.timeline_json(),
             "timeline_bucket_s": view.bucket_s, "by_tenant": view.tenants_json(),
             "kv_cache": engine_kv.stats().__dict__ if engine_kv is not None else None,
+            "store": _store(cache.backend),
             # Which worker answered; the traffic figures above are every worker's (a tick behind for the
             # others), while lookups, by_zone, hit_rate, shadow and learning are this worker's.
             "worker": {"pid": os.getpid(), "workers": service.settings.workers,
@@ -171,6 +172,17 @@ def admin_router(service: ChatService, token: str | None, *, closed: bool = Fals
                 "invalidated": cache.bump_version(body.tenant, body.model)}
 
     return router
+
+
+def _store(backend: Any) -> dict[str, Any]:
+    """How this worker opened its store (a SQLite file: from its index snapshot, or its rows and
+    why), the rows it could not read, and its graphs by how they were had (reused or rebuilt)."""
+    graphs: dict[str, int] = {}
+    for status in (getattr(backend, "graph_status", None) or {}).values():
+        how = status.split(":", 1)[0]
+        graphs[how] = graphs.get(how, 0) + 1
+    return {"opened": getattr(backend, "snapshot_status", None) or None,
+            "unreadable_rows": getattr(backend, "corrupt", None), "graphs": graphs}
 
 
 def _learning(s) -> dict[str, Any]:

@@ -131,11 +131,13 @@ def _route_path(scope: dict[str, Any]) -> str:
 
 def create_app(cache: SmartCache, engine, settings: GatewaySettings | None = None, *,
                admin_token: str | None = None, auth: AuthPolicy = OPEN, close_engine: bool = True,
-               close_admin: bool = False) -> Gateway:
+               close_admin: bool = False, close_store: bool = False) -> Gateway:
     """The gateway app. ``auth`` says who the callers are (see ``gateway.auth``); with keys
     and no ``admin_token`` the admin API is closed, as it is with ``close_admin`` (a gateway
     bound beyond loopback without a token). ``close_engine=False`` leaves the engine
-    running at shutdown (an engine shared by several apps, as in tests)."""
+    running at shutdown (an engine shared by several apps, as in tests). ``close_store`` closes
+    the cache's store at shutdown (``serve``: a SQLite file saves its index snapshot and
+    graphs, so the next start reads no row); a store shared beyond this app stays open."""
     auth.check_admin_token(admin_token)
     service = ChatService(cache, engine, settings)
 
@@ -151,6 +153,9 @@ def create_app(cache: SmartCache, engine, settings: GatewaySettings | None = Non
         await asyncio.to_thread(service.close)     # joins the markers writer: off the loop
         await service.shadow.drain()
         await asyncio.to_thread(cache.flush_hits)       # the last second's hit counts
+        close = getattr(cache.backend, "close", None) if close_store else None
+        if close is not None:
+            await asyncio.to_thread(close)
         if close_engine:
             await engine.aclose()
 
