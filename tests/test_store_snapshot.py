@@ -432,3 +432,56 @@ def test_admin_stats_say_how_the_store_was_opened(tmp_path, encoder):
     first = stats()
     assert first["opened"].startswith("rows read: no snapshot") and first["unreadable_rows"] == 0
     assert stats()["opened"].startswith("snapshot: 1 rows cold")
+
+
+def _fall_behind(path, reader, *, snapshot_after: bool):
+    """Another process writes while ``reader`` reads nothing, and the log is trimmed past
+    everything ``reader`` followed (as after ten idle minutes); ``snapshot_after``: that
+    process saves a snapshot of its writes first."""
+    writer = SqliteStore(path, DIM, ann_above=ANN)
+    rng = np.random.default_rng(11)
+    added = [make_entry(rng, 900 + i) for i in range(40)]
+    for e in added:
+        writer.put(e)
+    assert writer.delete(added[0].cache_id)
+    if snapshot_after:
+        writer.save_snapshot()
+        trimmed = writer._snapshot_seq      # the log keeps every write since the snapshot
+    else:
+        writer.save_graphs()
+        shutil.rmtree(path.with_name(path.name + ".index"))
+        trimmed = writer._seen
+    with sqlite3.connect(path) as db:
+        db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('changes_trimmed', ?)", (str(trimmed),))
+    writer._closing.set()
+    writer._close_connections()
+    assert reader._seen < int(sqlite3.connect(path).execute(
+        "SELECT value FROM meta WHERE key = 'changes_trimmed'").fetchone()[0])
+    return added
+
+
+@pytest.mark.parametrize("snapshot_after", [True, False], ids=["from-the-snapshot", "rows-and-saved-graph"])
+def test_a_process_that_fell_behind_the_log_reads_the_index_again_with_its_graph(tmp_path, snapshot_after):
+    # Before, such a process read every row and kept no graph: the pool's next put built one
+    # inside the put (minutes at a million rows).
+    path = tmp_path / "c.db"
+    reader, entries = filled(path)
+    assert reader._index._partitions[POOL].graph is not None
+    reader.save_graphs()
+    added = _fall_behind(path, reader, snapshot_after=snapshot_after)
+    probes = [e.turn_vector for e in entries[:5]] + [e.turn_vector for e in added[:5]]
+    got = searched(reader, probes)
+    fresh = SqliteStore(path, DIM, ann_above=ANN)       # what the file holds, read anew
+    assert got == searched(fresh, probes)
+    assert reader._index._partitions[POOL].graph is not None        # no put has run since
+    assert reader.snapshot_status.startswith("fell behind the change log, read again " +
+                                             ("from the snapshot" if snapshot_after else "every row"))
+    assert reader.get(added[0].cache_id) is None and reader.get(added[1].cache_id) is not None
+    assert len(reader) == len(fresh) and reader.corrupt == 0
+    assert reader.graph_status[POOL].startswith("reused")
+    before = len(reader)
+    extra = make_entry(np.random.default_rng(12), 2000)
+    reader.put(extra)                                           # and writes go on
+    assert len(reader) == before + 1 and extra.cache_id in fresh
+    fresh.close()
+    reader.close()
