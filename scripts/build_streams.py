@@ -13,7 +13,7 @@ Mixes (3,000 requests each unless --size says otherwise), one file a mix and lan
     zipf-{zh,en}         most requests repeat a popular question word for word (Zipf), from 400
                          users' sessions and with no ``scope``: the cache's own policy decides what
                          is shared across users (proven the same in three sessions)
-    multiturn            the dev case files (docs/eval/devset, but the unread -b sets) as
+    multiturn            the dev case files (docs/eval/devset, but the unread sets) as
                          conversations: each case's cached turns first, its probe later
 
 Single-turn pairs come from sources the verifier was never trained on where there is one:
@@ -43,7 +43,7 @@ from smartcache.eval.cases import load_cases  # noqa: E402
 from smartcache.eval.harness import keeps_own_answer  # noqa: E402  (the same rule as competing runs)
 from smartcache.paths import shared_data  # noqa: E402
 
-UNREAD_SETS = ("shapes-b",)     # kept unread while the rules are tuned: never in a stream
+from devsets_competing import UNREAD as UNREAD_SETS  # noqa: E402  (kept unread: never in a stream)
 
 
 def unseen_pairs(data: Path, name: str, seed: int) -> list[tuple[str, str, int]]:
