@@ -252,30 +252,29 @@ class SqliteStore(Store):
         reason in ``snapshot_status``) when there is none this file can use."""
         self._db.execute("BEGIN")
         try:
-            restored = self._from_snapshot()
+            snap = self._from_snapshot()
         finally:
             with contextlib.suppress(sqlite3.Error):
                 self._db.execute("COMMIT")
-        if restored:
-            self.snapshot_status = (f"snapshot: {len(self._index):,} rows cold, {self._seen - self._snapshot_seq} "
-                                    "log entries followed")
-        return restored
+        if snap is not None:
+            self.snapshot_status = f"snapshot: {len(snap.ids):,} rows cold, {self._seen - snap.seq} log entries followed"
+        return snap is not None
 
-    def _from_snapshot(self) -> bool:
+    def _from_snapshot(self) -> snapshot.Snapshot | None:
         """A fresh index from the snapshot, the log followed past it, inside the caller's read
-        transaction; False, the index left as it was and the reason in ``snapshot_status``, when
-        there is none this file can use."""
+        transaction (``self._lock`` held): the snapshot used, or None, the index left as it was
+        and the reason in ``snapshot_status``, when there is none this file can use."""
         try:
             snap = snapshot.load(self._snapshot_dir, file_id=self._file_id, dim=self.dim)
         except snapshot.Unusable as exc:
             self.snapshot_status = f"rows read: {exc}"
-            return False
+            return None
         trimmed = self._query("SELECT value FROM meta WHERE key = 'changes_trimmed'", ())
         last = int(self._query("SELECT coalesce(max(seq), 0) FROM changes", ())[0][0])
         if trimmed and int(trimmed[0][0]) > snap.seq or last < snap.seq:
             self.snapshot_status = (f"rows read: the snapshot (log position {snap.seq}) is older than the "
                                     "change log keeps, or newer than the file")
-            return False
+            return None
         before = self._index, self._seen, self.corrupt
         self._index = MemoryStore(self.dim, **self._index_options)
         self._index.restore_cold(snap, self._fetch_entries)
@@ -287,12 +286,12 @@ class SqliteStore(Store):
             self.snapshot_status = (f"rows read: the snapshot and its log give {len(self._index)} rows "
                                     f"(+{self.corrupt} unreadable), the file has {rows}")
             self._index, self._seen, self.corrupt = before
-            return False
+            return None
         for key, part in self._index.graphs():
             self.graph_status[key] = "reused: from the index snapshot"
             self._saved_edits[key] = part.edits     # edited since, it is saved again
         self._snapshot_seq = snap.seq
-        return True
+        return snap
 
     def save_snapshot(self) -> None:
         """Save the index as a snapshot if the file changed since the last one. What the index
@@ -580,8 +579,9 @@ class SqliteStore(Store):
             # rows, its graphs with it), else every row, and the saved graphs where they match: a
             # pool left without one would build it inside its next put (minutes at a million).
             started = time.perf_counter()
-            if self._from_snapshot():
-                how = f"from the snapshot, {self._seen - self._snapshot_seq} log entries followed"
+            snap = self._from_snapshot()
+            if snap is not None:
+                how = f"from the snapshot, {len(snap.ids):,} rows cold, {self._seen - snap.seq} log entries followed"
             else:
                 how = f"every row ({self.snapshot_status.removeprefix('rows read: ')})"
                 last = self._query("SELECT coalesce(max(seq), 0) FROM changes", ())[0][0]
