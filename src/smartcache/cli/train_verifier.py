@@ -32,6 +32,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--public", type=float, default=1.0,
                         help="share of the further public pairs to add (0: the harvest's rows alone)")
     parser.add_argument("--workers", type=int, default=2, help="harvest processes (one per core)")
+    parser.add_argument("--leave-out", default="", metavar="LIST",
+                        help="public sets left out of the further pairs, comma-separated (bq: the streams' held-out source)")
     parser.set_defaults(run=run)
 
 
@@ -58,7 +60,10 @@ def run(args: argparse.Namespace) -> int:
             harvest_path.parent.mkdir(parents=True, exist_ok=True)
             h.save(harvest_path)
         public_dir = shared_data() if args.public > 0 else None
-        counts = {k: int(v * args.public) for k, v in PUBLIC.items()}
+        left_out = {name.strip() for name in args.leave_out.split(",") if name.strip()}
+        if left_out - set(PUBLIC):
+            return fail(f"--leave-out names no public set: {sorted(left_out - set(PUBLIC))} (of {sorted(PUBLIC)})")
+        counts = {k: int(v * args.public) for k, v in PUBLIC.items() if k not in left_out}
         meta = train_all(h, Path(args.out), Path(args.work), Settings(epochs=args.epochs, seed=args.seed),
                          data=public_dir, public=counts, say=lambda m: print(m, file=sys.stderr))
     except (OSError, ValueError, SmartCacheError) as exc:
