@@ -9,8 +9,7 @@ answers it and the verifier weighs the top-k candidates. Prints p50 / p90 of: on
 encoder forward of one sentence, lookup with the verifier, lookup with the rules only,
 a stored request again word for word (the exact path), and the verifier's own share.
 
-``--config`` configures the verifier's cache (``use_cross_encoder = true`` times the
-cross-encoder on the top two candidates). ``--turns`` gives the histories' lengths, one run each in this process (default 2). In
+``--config`` configures the verifier's cache (a TOML, as ``load_config`` reads). ``--turns`` gives the histories' lengths, one run each in this process (default 2). In
 a history of more than 2 turns one early aside differs between every entry and every
 probe, so each candidate's history is aligned turn by turn, the worst case of
 ``decide.history`` (identical histories are settled by their hash); the last line is
@@ -133,7 +132,7 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=300, help="timed lookups")
     parser.add_argument("--entries", type=int, default=2000, help="entries in the session")
     parser.add_argument("--turns", default="2", help="prior turns of every history, comma-separated: one run each")
-    parser.add_argument("--config", help="a TOML config for the verifier's cache (use_cross_encoder = true, say)")
+    parser.add_argument("--config", help="a TOML config for the verifier's cache")
     args = parser.parse_args()
     lengths = [int(t) for t in args.turns.split(",")]
     if any(t < 0 or t % 2 for t in lengths):

@@ -2,8 +2,7 @@
 development sets (figures, not a test).
 
     .venv/bin/python scripts/verifier_signals.py [--harvest docs/eval/training/harvest.npz]
-        [--dev en-b,zh-b,en-c,zh-c,history-c] [--vectors build/e5-vectors.npz]
-        [--adapter build/shipped-candidate/cross_encoder.npz] [--parts families,dev]
+        [--dev en-b,zh-b,en-c,zh-c,history-c] [--vectors build/e5-vectors.npz] [--parts families,dev]
 
 Part 1, per source family of the training harvest (candidates no hard veto settled; same
 against different, modify left out). For each signal: ROC AUC, and the recall at 1 % false
@@ -15,7 +14,7 @@ Signals:
   - ``trees+e5``: the same with the e5 cosine as one more feature.
 
 Part 2, per development set: the same on the candidates that reach the verifier, with the
-packaged trees (and, with ``--adapter``, a trained cross-encoder's P(same)), and the share
+packaged trees, and the share
 of hit cases served when the threshold lets through 0, 1 or 2 false hits (case level, the
 best candidate of each case).
 
@@ -45,9 +44,9 @@ class Vectors:
             saved = np.load(path, allow_pickle=True)
             self.known = dict(zip(saved["texts"].tolist(), saved["vectors"]))
 
-    def cosines(self, sides) -> np.ndarray:
+    def cosines(self, texts) -> np.ndarray:
         """The cosine of each harvest row's two current turns."""
-        missing = sorted({s for row in sides for s in (row[0], row[2])} - set(self.known))
+        missing = sorted({s for row in texts for s in row} - set(self.known))
         for k in range(0, len(missing), 32):
             chunk = missing[k:k + 32]
             self.known.update(zip(chunk, self.encoder.encode(chunk)))
@@ -55,7 +54,7 @@ class Vectors:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             np.savez(self.path, texts=np.asarray(list(self.known), dtype=object),
                      vectors=np.stack(list(self.known.values())))
-        return np.asarray([float(self.known[r[0]] @ self.known[r[2]]) for r in sides])
+        return np.asarray([float(self.known[a] @ self.known[b]) for a, b in texts])
 
 
 def oracle_recall(score: np.ndarray, same: np.ndarray, rate: float = 0.01) -> float:
@@ -85,7 +84,7 @@ def per_family(harvest: Path, vectors: Vectors) -> None:
     h = Harvest.load(harvest)
     x, y, case, _ = h.arrays()
     fam = np.asarray([family_of(h.cases[c]["source"]) for c in case])
-    e5 = vectors.cosines(h.sides)
+    e5 = vectors.cosines(h.texts)
     signals = {"use": x[:, FEATURES.index("turn_cosine")], "e5": e5, "trees": held_out(x, y, fam),
                "trees+e5": held_out(np.c_[x, e5], y, fam)}
     print("## Per source family, held out (AUC / oracle recall at 1 % false accepts)\n")
@@ -98,7 +97,7 @@ def per_family(harvest: Path, vectors: Vectors) -> None:
         print(f"| {name} | {int(same.sum())} | {int((~same).sum())} | " + " | ".join(cells) + " |")
 
 
-def per_dev_set(names: list[str], folder: Path, vectors: Vectors, adapter: str = "") -> None:
+def per_dev_set(names: list[str], folder: Path, vectors: Vectors) -> None:
     from sklearn.metrics import roc_auc_score
 
     from smartcache import SmartCache, load_config
@@ -109,11 +108,7 @@ def per_dev_set(names: list[str], folder: Path, vectors: Vectors, adapter: str =
 
     config = load_config(use_verifier=False, store={"backend": "memory"})
     trees = TreeVerifier.load()
-    cross = None
-    if adapter:
-        from smartcache.decide.cross_encoder import CrossEncoder, Side
-        cross = CrossEncoder.load(adapter)
-    kinds = ["use", "e5", "trees"] + (["cross"] if cross else [])
+    kinds = ["use", "e5", "trees"]
     print("\n## Development sets: candidates that reach the verifier\n")
     print("| set | rows | same | " + " | ".join(f"AUC {k}" for k in kinds)
           + " | hits served at 0 / 1 / 2 false hits: " + " | ".join(kinds) + " |")
@@ -125,11 +120,8 @@ def per_dev_set(names: list[str], folder: Path, vectors: Vectors, adapter: str =
             continue
         d = harvest(load_cases(path), name, SmartCache(config))
         x, y, case, _ = d.arrays()
-        signals = {"use": x[:, FEATURES.index("turn_cosine")], "e5": vectors.cosines(d.sides),
+        signals = {"use": x[:, FEATURES.index("turn_cosine")], "e5": vectors.cosines(d.texts),
                    "trees": trees.predict(x)[:, SAME]}
-        if cross is not None:
-            signals["cross"] = np.asarray([cross.predict_sides(Side(r[0], r[1]), [Side(r[2], r[3])])[0, SAME]
-                                           for r in d.sides])
         same = y == SAME
         aucs = [f"{roc_auc_score(same, s):.3f}" if 0 < same.sum() < len(y) else "-" for s in signals.values()]
         served = [" / ".join(f"{v:.2f}" for v in case_curve(d, s)) for s in signals.values()]
@@ -158,7 +150,6 @@ def main() -> int:
     parser.add_argument("--dev", default="en-b,zh-b,en-c,zh-c,history-c")
     parser.add_argument("--devset", default="docs/eval/devset")
     parser.add_argument("--vectors", default="build/e5-vectors.npz")
-    parser.add_argument("--adapter", default="", help="a cross-encoder adapter to score the dev sets with too")
     parser.add_argument("--parts", default="families,dev", help="which parts to print")
     args = parser.parse_args()
     if not Path(args.harvest).exists():
@@ -169,7 +160,7 @@ def main() -> int:
     if "families" in parts:
         per_family(Path(args.harvest), vectors)
     if "dev" in parts:
-        per_dev_set([n for n in args.dev.split(",") if n], Path(args.devset), vectors, args.adapter)
+        per_dev_set([n for n in args.dev.split(",") if n], Path(args.devset), vectors)
     return 0
 
 

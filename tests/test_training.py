@@ -121,38 +121,24 @@ def test_smartcache_train_writes_a_loadable_model_and_a_report(tmp_path, rules_o
     assert set(model.meta["operating_points"]) >= {"low", "medium", "default"}
 
 
-@pytest.mark.integration
-def test_the_cross_encoder_pipeline_end_to_end_on_a_tiny_harvest(tmp_path, rules_only):
-    """A smoke run of what `make train` does after the harvest: train-verifier's folds and
-    adapter, then the trees that stack its held-out probabilities."""
-    from smartcache.decide.cross_encoder import FEATURES as CROSS, read_adapter
-    from smartcache.decide.evidence import FEATURES
-    from smartcache.eval.cross_training import Settings, held_out_probs, train_all
+def test_operating_points_on_source_held_out_predictions(tmp_path, rules_only):
+    """``--points held_out``: the shipped model trains on every row and the points come from
+    the predictions of models that each never saw a row's source family."""
     from smartcache.eval.train_run import train
+    from smartcache.eval.training import merge
 
     pairs = [("How do I reset my password?", "How can I reset my password", "hit"),
              ("How do I deploy this service?", "How do I migrate this service?", "miss"),
              ("怎么部署这个服务", "这个服务如何部署", "hit"), ("退款多久到账", "客服电话多少", "miss")]
     cases = {source: [case(f"{source}-{i}", a, b, e) for i, (a, b, e) in enumerate(pairs * 2)]
              for source in ("qqp", "bq", "lcqmc", "gen-x")}
-    parts = [harvest(cs, source, rules_only) for source, cs in cases.items()]
-    from smartcache.eval.training import merge
-    h = merge(parts)
-    h.save(tmp_path / "harvest.npz")
-    work, adapter = tmp_path / "work", tmp_path / "adapter.npz"
-    meta = train_all(h, adapter, work, Settings(epochs=2, batch=8, threads=1), say=lambda m: None)
-    assert meta["pairs"] == len(h.y) and len(meta["folds"]) == 2
-    assert all(f["train_rows"] and f["held_rows"] for f in meta["folds"])      # each fold holds a family out
-    arrays, saved = read_adapter(adapter)
-    assert saved["pairs"] == meta["pairs"] and arrays
-    probs = held_out_probs(work, len(h.y))
-    assert np.isfinite(probs).all() and np.allclose(probs.sum(1), 1.0, atol=1e-4)
-    report = train(tmp_path, tmp_path / "cross.json", tmp_path / "report", make_cache=lambda: rules_only,
-                   reuse_harvest=True, harvest_path=tmp_path / "harvest.npz", cross_encoder=work, points_on="held_out",
+    merge([harvest(cs, source, rules_only) for source, cs in cases.items()]).save(tmp_path / "harvest.npz")
+    report = train(tmp_path, tmp_path / "verifier.json", tmp_path / "report", make_cache=lambda: rules_only,
+                   reuse_harvest=True, harvest_path=tmp_path / "harvest.npz", points_on="held_out",
                    workers=1, say=lambda m: None, params={"max_iter": 5, "min_samples_leaf": 2})
-    model = TreeVerifier.load(tmp_path / "cross.json", features=FEATURES + CROSS)
-    assert report["cross_encoder"] and "cross_encoder_alone" in report and model.meta["points_on"] == "held_out"
-    assert "The cross-encoder alone" in (tmp_path / "report" / "training.md").read_text(encoding="utf-8")
+    model = TreeVerifier.load(tmp_path / "verifier.json")
+    assert model.meta["points_on"] == "held_out" and report["points_on"] == "held_out"
+    assert "Calibration split" not in (tmp_path / "report" / "training.md").read_text(encoding="utf-8")
 
 
 def test_a_pool_of_traffic_judges_each_request_against_every_earlier_answer(rules_only):

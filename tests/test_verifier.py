@@ -9,9 +9,8 @@ from importlib import resources
 import numpy as np
 import pytest
 
-from smartcache.decide.cross_encoder import FEATURES as CROSS_FEATURES
 from smartcache.decide.evidence import FEATURES, HARD_VETOES, gather
-from smartcache.decide.verifier import CLASSES, PACKAGED, PACKAGED_CROSS, TreeVerifier
+from smartcache.decide.verifier import CLASSES, PACKAGED, TreeVerifier
 from smartcache.errors import ConfigError
 from conftest import A, U, remember
 
@@ -56,11 +55,9 @@ def test_bad_input_is_refused_with_a_clear_error(tmp_path):
         TreeVerifier.load(good, features=FEATURES)
 
 
-@pytest.mark.parametrize("name, features", [(PACKAGED, FEATURES), (PACKAGED_CROSS, FEATURES + CROSS_FEATURES)])
-def test_the_packaged_models_match_their_features_and_have_their_operating_points(name, features):
-    if name == PACKAGED_CROSS and not (resources.files("smartcache") / "data" / name).is_file():
-        pytest.skip(f"no {name} is packaged: the cross-encoder's figures do not yet beat the verifier alone")
-    model = TreeVerifier.load(features=features, packaged=name)
+def test_the_packaged_model_matches_its_features_and_has_its_operating_points():
+    features = FEATURES
+    model = TreeVerifier.load(features=features, packaged=PACKAGED)
     assert model.feature.shape[0] > 0 and model.depth > 0
     points = model.meta["operating_points"]
     assert {"low", "medium", "default"} <= set(points) and all(0.5 <= p < 1.0 for p in points.values())

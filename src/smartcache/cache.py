@@ -41,8 +41,7 @@ from smartcache.context import build_view, normalize_text, parse_messages, read_
 from smartcache.decide import Decider, Decision, Gate, Reason, ReasonCode, Scores, Zone, key_facts
 from smartcache.decide.evidence import FEATURES
 from smartcache.decide.match import Switches
-from smartcache.decide.cross_encoder import FEATURES as CROSS_FEATURES, shared_cross_encoder
-from smartcache.decide.verifier import PACKAGED_CROSS, TreeVerifier
+from smartcache.decide.verifier import TreeVerifier
 from smartcache.errors import InvalidRequest, StoreError
 from smartcache.fingerprint import ChangeFlag, Encoder, Fingerprint, Fingerprinter, MemoEncoder, shared_encoder
 from smartcache.fingerprint.tags import change_flags, is_time_sensitive
@@ -186,19 +185,14 @@ class SmartCache:
         # the process that counted them: a forked child would write its parent's again).
         weakref.finalize(self, _flush_hits_quietly, self.lifecycle, os.getpid())
         self.fingerprinter = Fingerprinter(self.encoder, topic_threshold=self.config.topic_threshold)
-        verifier = cross = None
-        if self.config.use_verifier and self.config.use_cross_encoder:
-            cross = shared_cross_encoder(self.config.cross_encoder_path)
-            verifier = TreeVerifier.load(self.config.cross_verifier_path or None,
-                                         features=FEATURES + CROSS_FEATURES, packaged=PACKAGED_CROSS)
-        elif self.config.use_verifier:
-            verifier = TreeVerifier.load(self.config.verifier_path or None, features=FEATURES)
+        verifier = TreeVerifier.load(self.config.verifier_path or None, features=FEATURES) \
+            if self.config.use_verifier else None
         self.decider = Decider(self.config.table_for(base.name), disabled_domains=self.config.disabled_domains,
                                validate=self.config.use_validation,
                                switches=Switches(tags=self.config.use_tags,
                                                  change_detection=self.config.use_change_detection,
                                                  context_view=self.config.use_context_view),
-                               verifier=verifier, cross_encoder=cross)
+                               verifier=verifier)
         # Learning needs the verifier's P(same): the rules-only baseline keeps its fixed point.
         self.policy = LearnedPolicy(self.config.learning) \
             if self.config.learning.enabled and self.config.use_verifier else None

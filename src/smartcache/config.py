@@ -123,9 +123,6 @@ class CacheConfig:
     use_context_view: bool       # score the history apart from the turn
     use_verifier: bool        # the learned verifier weighs the rules (off: every rule is a veto)
     verifier_path: str        # a model file from `smartcache train`; "" = the packaged data/verifier.json
-    use_cross_encoder: bool   # the cross-encoder reads the top candidates (off: the verifier without it)
-    cross_encoder_path: str   # an adapter from `smartcache train-verifier`; "" = the packaged one
-    cross_verifier_path: str  # the trees stacking it, from `smartcache train --cross-encoder`; "" = packaged
 
     def table_for(self, encoder: str) -> ThresholdTable:
         try:
@@ -141,8 +138,15 @@ def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+# Keys of removed features: a file that still sets one is told why it no longer means anything.
+_REMOVED = {"use_cross_encoder", "cross_encoder_path", "cross_verifier_path"}
+
+
 def _build(data: Mapping[str, Any]) -> CacheConfig:
     unknown = set(data) - {f.name for f in fields(CacheConfig)}
+    if unknown & _REMOVED:
+        raise ConfigError(f"{sorted(unknown & _REMOVED)}: the cross-encoder was removed (it added nothing measurable "
+                          "on the development streams, docs/eval/cross-encoder.md); delete these keys")
     if unknown:
         raise ConfigError(f"unknown config keys: {sorted(unknown)}")
     # No fallbacks: ``data`` always holds the packaged file, so a KeyError here is a packaging bug.
@@ -166,9 +170,6 @@ def _build(data: Mapping[str, Any]) -> CacheConfig:
             use_context_view=bool(data["use_context_view"]),
             use_verifier=bool(data["use_verifier"]),
             verifier_path=str(data["verifier_path"]),
-            use_cross_encoder=bool(data["use_cross_encoder"]),
-            cross_encoder_path=str(data["cross_encoder_path"]),
-            cross_verifier_path=str(data["cross_verifier_path"]),
         )
     except TypeError as exc:   # an unknown field inside a section
         raise ConfigError(f"invalid config: {exc}") from exc

@@ -10,7 +10,6 @@ out, returning the exit status (2 for a usage or input error, as argparse does).
     replay.py     smartcache replay     whole sessions turn by turn: hit rate, saved tokens
     warmup.py     smartcache warmup     recurring scenarios of logged sessions into the store
     train.py      smartcache train      the verifier, trained and calibrated
-    train_verifier.py  smartcache train-verifier  the cross-encoder's adapter
     serve.py      smartcache serve      the gateway, with its engine, store and auth options
 
 Beside them: ``console.py`` (the error line and the progress bar every command
@@ -23,13 +22,13 @@ from __future__ import annotations
 import argparse
 from typing import Sequence
 
-from smartcache.cli import calibrate, evaluate, explain, replay, serve, train, train_verifier, warmup
+from smartcache.cli import calibrate, evaluate, explain, replay, serve, train, warmup
 from smartcache.cli.explain import explain_case
 
 __all__ = ["build_parser", "explain_case", "main"]
 
 # In the order ``smartcache --help`` lists them.
-COMMANDS = (explain, evaluate, calibrate, replay, warmup, train, train_verifier, serve)
+COMMANDS = (explain, evaluate, calibrate, replay, warmup, train, serve)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -15,7 +15,7 @@ from smartcache.errors import SmartCacheError
 
 # eval --ablate NAME turns one rule family off: the config switch it flips.
 ABLATIONS = {"tags": "use_tags", "change_detection": "use_change_detection", "validation": "use_validation",
-             "context_view": "use_context_view", "verifier": "use_verifier", "cross_encoder": "use_cross_encoder"}
+             "context_view": "use_context_view", "verifier": "use_verifier"}
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -32,7 +32,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--config", help="a TOML config file merged over the defaults")
     parser.add_argument("--ablate", metavar="LIST",
                         help="also run SmartCache with each of these off: "
-                             "tags,change_detection,validation,context_view,verifier,cross_encoder")
+                             "tags,change_detection,validation,context_view,verifier")
     parser.add_argument("--failures", metavar="FILE.jsonl",
                         help="write every wrong outcome of smartcache with its reasons")
     parser.add_argument("--report", metavar="FILE.md", help="write a markdown report (tables and a PNG plot beside it)")

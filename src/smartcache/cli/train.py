@@ -24,8 +24,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--workers", type=int, default=2, help="harvest processes (one per core)")
     parser.add_argument("--reuse-harvest", action="store_true", help="reuse the report folder's harvest.npz")
     parser.add_argument("--harvest", help="where the harvest is kept (default: REPORT/harvest.npz)")
-    parser.add_argument("--cross-encoder", metavar="DIR",
-                        help="stack the held-out probabilities `smartcache train-verifier` left in DIR")
     parser.add_argument("--points", choices=("held_out", "calibration"), default="calibration",
                         help="choose the operating points on source-held-out predictions, or on a split of "
                              "every source kept out of the shipped model")
@@ -51,7 +49,6 @@ def run(args: argparse.Namespace) -> int:
         report = train(data, Path(args.out), Path(args.report), make_cache=lambda: SmartCache(config),
                        seed=args.seed, budget=args.budget, single_budget=args.single_budget, reuse_harvest=args.reuse_harvest,
                        command="smartcache " + " ".join(sys.argv[1:]), workers=args.workers,
-                       cross_encoder=Path(args.cross_encoder) if args.cross_encoder else None,
                        points_on=args.points, harvest_path=Path(args.harvest) if args.harvest else None,
                        say=lambda m: print(m, file=sys.stderr))
     except (OSError, ValueError, SmartCacheError) as exc:

@@ -14,7 +14,6 @@ from typing import Iterable, Protocol, Sequence
 import numpy as np
 
 from smartcache.context.normalize import request_words, words_only
-from smartcache.decide.cross_encoder import SERVED, CrossEncoder
 from smartcache.decide.decision import Decision, Reason, Scores, Zone
 from smartcache.decide.evidence import Evidence, bare_reading, gather, one_sided
 from smartcache.decide.match import ALL_RULES, MODIFY, Switches, judge
@@ -79,21 +78,18 @@ class Decider:
 
     With a ``verifier`` (the default in service) the rules are evidence and the
     learned verifier decides; without one, every rule is a veto and the turn
-    cosine decides (the rules-only baseline, kept for comparison). With a
-    ``cross_encoder`` too, it reads the ``SERVED`` most similar unvetoed candidates
-    beside the request, and the verifier weighs its probabilities with the evidence."""
+    cosine decides (the rules-only baseline, kept for comparison)."""
 
     # The config's list, not HIGH_RISK_DOMAINS: that constant classifies risk tiers, this one is a setting.
     def __init__(self, table: ThresholdTable, *,
                  disabled_domains: Iterable[str] = frozenset(DEFAULTS["disabled_domains"]),
                  validate: bool = True, switches: Switches = ALL_RULES,
-                 verifier: TreeVerifier | None = None, cross_encoder: CrossEncoder | None = None) -> None:
+                 verifier: TreeVerifier | None = None) -> None:
         self.table = table
         self.disabled_domains = frozenset(disabled_domains)
         self.validate = validate
         self.switches = switches
         self.verifier = verifier
-        self.cross_encoder = cross_encoder
 
     def gate(self, fp: Fingerprint) -> Gate | None:
         """Settle requests that must not be served from cache whatever the candidates.
@@ -205,20 +201,13 @@ class Decider:
         assert self.verifier is not None
         found, below = self.evidence(fp, candidates, limits)
         open_ = [e for e in found if e.veto is None]
-        cross = np.zeros((0, 3))
-        if self.cross_encoder is not None:
-            open_ = open_[:SERVED]
-            cross = self.cross_encoder.predict(fp.signature, [e.entry.signature for e in open_])
         x = np.stack([e.features for e in open_]) if open_ else np.zeros((0, len(self.verifier.features)))
-        if self.cross_encoder is not None and open_:
-            x = np.concatenate([x, cross.astype(np.float32)], axis=1)
         probs = self.verifier.predict(x) if open_ else np.zeros((0, 3))
         tier, lang = tier_of(fp.signature.domain), lang_of(fp.signature.text)
         bare = self._bare_doubts(fp, open_, x, probs, tier, lang)
 
         def read(i: int) -> str:
-            said = f"; cross-encoder p(same) {float(cross[i, P_SAME]):.3f}" if len(cross) else ""
-            return said + (f"; {bare[i]}" if i in bare else "")
+            return f"; {bare[i]}" if i in bare else ""
         ranked = sorted(range(len(open_)), key=lambda i: probs[i, P_SAME], reverse=True)
         n = len(candidates)
 
@@ -313,11 +302,8 @@ class Decider:
         sided = [i for i, e in enumerate(open_) if one_sided(e, fp)]
         if not sided:
             return {}
-        rules = len(open_[0].features)           # the cross-encoder's columns, if any, follow them
         mine = intent_domain(fp.signature.text)
-        rows = x[sided].copy()
-        rows[:, :rules] = bare_reading(rows[:, :rules],
-                                       [intent_domain(open_[i].entry.signature.text) == mine for i in sided])
+        rows = bare_reading(x[sided], [intent_domain(open_[i].entry.signature.text) == mine for i in sided])
         q = self.verifier.predict(rows)[:, P_SAME]
         needed = max(self.verifier.operating_point(t, False, lang) for t in (tier, tier_of(mine)))
         notes: dict[int, str] = {}

@@ -33,10 +33,8 @@ from smartcache.errors import ConfigError
 CLASSES = ("same", "modify", "different")
 SAME, MODIFY, DIFFERENT = range(3)
 FORMAT = "smartcache-verifier/1"
-# The packaged models: the verifier that weighs the rules' evidence alone, and the one that
-# stacks the cross-encoder's probabilities on it (use_cross_encoder = true).
+# The packaged model: the trees that weigh the rules' evidence.
 PACKAGED = "verifier.json"
-PACKAGED_CROSS = "verifier-cross.json"
 # Models up to this depth are walked as complete binary trees (2 ** (depth + 1) - 1 slots a
 # tree: 127 for the packaged depth 6); a deeper one walks its node arrays as stored.
 COMPLETE_DEPTH = 10
@@ -273,4 +271,4 @@ def _max_depth(left: np.ndarray, right: np.ndarray, leaf: np.ndarray) -> int:
     return deepest
 
 
-__all__ = ["CLASSES", "DIFFERENT", "MODIFY", "PACKAGED", "PACKAGED_CROSS", "SAME", "TreeVerifier"]
+__all__ = ["CLASSES", "DIFFERENT", "MODIFY", "PACKAGED", "SAME", "TreeVerifier"]

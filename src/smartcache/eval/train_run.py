@@ -16,13 +16,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from smartcache.decide.cross_encoder import FEATURES as CROSS_FEATURES
 from smartcache.decide.evidence import FEATURES
 from smartcache.decide.verifier import SAME
-from smartcache.eval.cross_training import held_out_probs
 from smartcache.eval.training import (
     PARAMS, Harvest, calibration_split, case_outcomes, export, family_of, fit, harvest_dir,
-    held_out_predictions, operating_points, row_weights, tally, with_cross_encoder,
+    held_out_predictions, operating_points, row_weights, tally,
 )
 
 
@@ -71,10 +69,6 @@ def markdown(report: dict[str, Any]) -> str:
     lines = ["# Verifier training report", "", f"Produced by `{report['command']}` in {report['seconds']:.0f} s.",
              "", f"{report['rows']} weighed candidates from {report['cases']} cases; classes same / modify / "
              f"different: {report['classes']}. " + (
-                 "The verifier stacks the cross-encoder's probabilities on the rules' evidence: each row's "
-                 "probabilities come from the cross-encoder fold that never saw the row's source family "
-                 "(`smartcache train-verifier`), and only the two most similar unvetoed candidates of a "
-                 "case are rows, as serving reads only those. " if report.get("cross_encoder") else "") + (
                  "The shipped model is trained on every row; the operating points are chosen on the "
                  "source-held-out predictions below, each family scored by a model that never saw it."
                  if report.get("points_on") == "held_out" else
@@ -91,13 +85,6 @@ def markdown(report: dict[str, Any]) -> str:
              "unlike anything trained on.", "", *_table(report["held_out"]), "",
              *(["## Calibration split (unseen cases of the sources trained on)", "", *_table(report["calibration"])]
                if report.get("points_on") != "held_out" else [])]
-    if "cross_encoder_alone" in report:
-        alone = report["cross_encoder_alone"]
-        points_alone = ", ".join(f"{k} {v:.3f}" for k, v in sorted(alone["operating_points"].items()))
-        lines += ["", "## The cross-encoder alone (held out by source)", "",
-                  "Its held-out P(same) as the only score, at operating points chosen the same way "
-                  f"({points_alone}): the figures the trees are measured against.", "",
-                  *_table(alone["held_out"])]
     for fam, rows in report["categories"].items():
         lines += ["", f"### {fam}, by category (held out)", "",
                   "| lang | category | positives | hit recall | negatives | false-hit rate (95 % upper) |",
@@ -117,12 +104,10 @@ def markdown(report: dict[str, Any]) -> str:
 def train(data: Path, out: Path, report_dir: Path, *, make_cache, seed: int = 0, budget: float = 0.005,
           single_budget: float = 0.02,
           reuse_harvest: bool = False, command: str = "smartcache train", workers: int = 2,
-          params: dict[str, Any] | None = None, cross_encoder: Path | None = None,
+          params: dict[str, Any] | None = None,
           points_on: str = "calibration", harvest_path: Path | None = None,
           say: Callable[[str], None] = print) -> dict[str, Any]:
-    """``cross_encoder``: the folder of ``smartcache train-verifier``'s held-out probabilities,
-    stacked as three more features (the model then serves with the cross-encoder).
-    ``points_on``: choose the operating points on the source-held-out predictions
+    """``points_on``: choose the operating points on the source-held-out predictions
     (``held_out``: each family scored by a model that never saw it; the shipped model then
     trains on every row) or on a split of every source kept out of the shipped model
     (``calibration``)."""
@@ -138,11 +123,6 @@ def train(data: Path, out: Path, report_dir: Path, *, make_cache, seed: int = 0,
         h = harvest_dir(data, make_cache, workers=workers, say=say)
         cached.parent.mkdir(parents=True, exist_ok=True)
         h.save(cached)
-    features = FEATURES
-    if cross_encoder is not None:
-        h = with_cross_encoder(h, held_out_probs(cross_encoder, len(h.y)))
-        features = FEATURES + CROSS_FEATURES
-        say(f"stacking the cross-encoder's held-out probabilities from {cross_encoder}")
     x, y, case, _ = h.arrays()
     if len(y) == 0:
         raise ValueError(f"no training rows under {data}")
@@ -173,18 +153,11 @@ def train(data: Path, out: Path, report_dir: Path, *, make_cache, seed: int = 0,
         "categories": {fam: category_table(h, held, points, fam) for fam in ("gen", "crosswoz")
                        if any(family_of(m["source"]) == fam for m in h.cases)},
         "vetoes": {k: list(v) for k, v in h.vetoes.items()}, "params": params,
-        "points_on": points_on, "cross_encoder": cross_encoder is not None,
+        "points_on": points_on,
     }
-    if cross_encoder is not None:
-        # The cross-encoder's own P(same) as the verifier, at points chosen the same way: what
-        # the trees add on top of it.
-        alone = x[:, len(FEATURES) + SAME]
-        alone_points = operating_points(h, alone, budget, single_budget)
-        report["cross_encoder_alone"] = {"operating_points": alone_points,
-                                         "held_out": held_out_table(h, alone, alone_points)}
     verifier = export(model, {"seed": seed, "budget": budget, "single_budget": single_budget,
                               "operating_points": points, "params": params, "points_on": points_on,
-                              "sources": sorted({m["source"] for m in h.cases}), "rows": int(len(y))}, features)
+                              "sources": sorted({m["source"] for m in h.cases}), "rows": int(len(y))}, FEATURES)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(verifier.to_json(), separators=(",", ":")), encoding="utf-8")
     report.update(trees=int(verifier.feature.shape[0]), depth=verifier.depth,

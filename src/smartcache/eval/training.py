@@ -24,7 +24,6 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from smartcache.decide.cross_encoder import side_input
 from smartcache.decide.decider import tier_of
 from smartcache.decide.evidence import FEATURES
 from smartcache.decide.verifier import DIFFERENT, MODIFY, SAME, TreeVerifier
@@ -50,10 +49,9 @@ class Harvest:
     target: list[bool] = field(default_factory=list)   # the entry a hit must serve
     cases: list[dict[str, Any]] = field(default_factory=list)   # id, source, lang, category, expect, tier
     vetoes: dict[str, list[int]] = field(default_factory=dict)   # code -> [on wanted hits, on the rest]
-    # What the cross-encoder reads of each row: (probe turn, its dependency, cached turn, its
-    # dependency), and the row's place among its case's unvetoed candidates (0 = most similar).
-    sides: list[tuple[str, str, str, str]] = field(default_factory=list)
-    rank: list[int] = field(default_factory=list)
+    # Each row's two current turns as the fingerprint read them (probe, cached): for signals
+    # read beside the evidence (scripts/verifier_signals.py: another encoder's cosine).
+    texts: list[tuple[str, str]] = field(default_factory=list)
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         x = np.stack(self.x) if self.x else np.zeros((0, len(FEATURES)), np.float32)
@@ -65,8 +63,7 @@ class Harvest:
         np.savez_compressed(path, x=x, y=y, case=case, target=target,
                             cases=np.asarray(json.dumps(self.cases, ensure_ascii=False)),
                             vetoes=np.asarray(json.dumps(self.vetoes)), features=np.asarray(FEATURES),
-                            sides=np.asarray(json.dumps(self.sides, ensure_ascii=False)),
-                            rank=np.asarray(self.rank, np.int16), stamp=np.asarray(stamp))
+                            texts=np.asarray(json.dumps(self.texts, ensure_ascii=False)), stamp=np.asarray(stamp))
 
     @classmethod
     def load(cls, path: Path, stamp: str | None = None) -> "Harvest":
@@ -82,10 +79,10 @@ class Harvest:
         h.y, h.case, h.target = data["y"].tolist(), data["case"].tolist(), data["target"].tolist()
         h.cases = json.loads(str(data["cases"]))
         h.vetoes = json.loads(str(data["vetoes"]))
-        if "sides" not in data.files:
-            raise ValueError("harvested before rows kept what the cross-encoder reads; harvest again")
-        h.sides = [tuple(s) for s in json.loads(str(data["sides"]))]
-        h.rank = data["rank"].tolist()
+        if "texts" in data.files:
+            h.texts = [tuple(t) for t in json.loads(str(data["texts"]))]
+        elif "sides" in data.files:     # harvested when rows kept a cross-encoder's input: (turn, its dependency) a side
+            h.texts = [(t[0], t[2]) for t in json.loads(str(data["sides"]))]
         return h
 
 
@@ -138,7 +135,6 @@ def harvest(cases: Sequence[Case], source: str, cache, out: Harvest | None = Non
             candidates = [c for c in candidates if c.entry.scope.value == "global"]
         limits = decider.table.for_domain(domain, tier_of(domain))
         target_id = ids[case.expect_index] if case.expect in ("hit", "half_hit") and ids else None
-        probe_side, rank = side_input(fp.signature), 0
         for e in decider.evidence(fp, candidates, limits)[0]:
             is_target = e.entry.cache_id == target_id
             label = LABEL[case.expect] if is_target else DIFFERENT
@@ -149,10 +145,7 @@ def harvest(cases: Sequence[Case], source: str, cache, out: Harvest | None = Non
             out.y.append(label)
             out.case.append(index)
             out.target.append(is_target)
-            cached_side = side_input(e.entry.signature)
-            out.sides.append((probe_side.turn, probe_side.depends_on, cached_side.turn, cached_side.depends_on))
-            out.rank.append(rank)
-            rank += 1
+            out.texts.append((fp.signature.text, e.entry.signature.text))
     return out
 
 
@@ -193,7 +186,6 @@ def harvest_pool(requests: Sequence[dict[str, Any]], source: str, cache, out: Ha
             if fp.topic_switch:
                 candidates = [c for c in candidates if c.entry.scope.value == "global"]
             limits = decider.table.for_domain(domain, tier_of(domain))
-            probe_side, rank = side_input(fp.signature), 0
             for e in decider.evidence(fp, candidates, limits)[0]:
                 same = key_of.get(e.entry.cache_id) == key
                 if e.veto is not None:
@@ -203,10 +195,7 @@ def harvest_pool(requests: Sequence[dict[str, Any]], source: str, cache, out: Ha
                 out.y.append(SAME if same else DIFFERENT)
                 out.case.append(index)
                 out.target.append(same)
-                cached_side = side_input(e.entry.signature)
-                out.sides.append((probe_side.turn, probe_side.depends_on, cached_side.turn, cached_side.depends_on))
-                out.rank.append(rank)
-                rank += 1
+                out.texts.append((fp.signature.text, e.entry.signature.text))
         scope = str(request.get("scope") or "session")
         stored = cache.store(looked, str(request.get("answer") or f"(answer {key})"), scope=scope)
         if stored.stored:
@@ -254,8 +243,7 @@ def merge(parts: Sequence[Harvest]) -> Harvest:
         out.y += part.y
         out.case += [c + offset for c in part.case]
         out.target += part.target
-        out.sides += part.sides
-        out.rank += part.rank
+        out.texts += part.texts
         out.cases += part.cases
         for code, (pos, neg) in part.vetoes.items():
             counts = out.vetoes.setdefault(code, [0, 0])
@@ -461,23 +449,6 @@ def export(model, meta: dict[str, Any], features: Sequence[str] = FEATURES) -> T
     return TreeVerifier.from_sklearn(model, features, meta)
 
 
-def with_cross_encoder(h: Harvest, probs: np.ndarray) -> Harvest:
-    """The rows a lookup lets the cross-encoder read (its probabilities not NaN), with those
-    probabilities as three more features: what the stacked verifier is trained on."""
-    if len(probs) != len(h.y):
-        raise ValueError(f"{len(probs)} cross-encoder rows for a harvest of {len(h.y)}")
-    keep = ~np.isnan(probs[:, 0])
-    out = Harvest(cases=h.cases, vetoes=h.vetoes)
-    for i in np.flatnonzero(keep):
-        out.x.append(np.concatenate([h.x[i], probs[i].astype(np.float32)]))
-        out.y.append(h.y[i])
-        out.case.append(h.case[i])
-        out.target.append(h.target[i])
-        out.sides.append(h.sides[i])
-        out.rank.append(h.rank[i])
-    return out
-
-
-__all__ = ["Harvest", "LABEL", "PARAMS", "POOL_SUFFIX", "harvest_pool", "load_pool", "calibration_split", "case_outcomes", "lookup_point", "lowest_safe", "point_key", "export", "family_of", "family_weights", "fit", "row_weights", "with_cross_encoder",
+__all__ = ["Harvest", "LABEL", "PARAMS", "POOL_SUFFIX", "harvest_pool", "load_pool", "calibration_split", "case_outcomes", "lookup_point", "lowest_safe", "point_key", "export", "family_of", "family_weights", "fit", "row_weights",
            "harvest", "harvest_dir", "held_out_predictions", "operating_points", "tally", "upper_bound",
            "wilson_lower"]
