@@ -284,10 +284,10 @@ def test_a_store_opening_while_another_writes_reads_one_snapshot(tmp_path, monke
     late = entry(unit(rng)[0])
     load_rows = SqliteStore._load_rows
 
-    def racing(self):
+    def racing(self, index):
         real, self._db = self._db, _InsertAfterCount(self._db, writer, late)
         try:
-            load_rows(self)
+            return load_rows(self, index)
         finally:
             self._db = real
 

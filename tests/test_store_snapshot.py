@@ -436,52 +436,70 @@ def test_admin_stats_say_how_the_store_was_opened(tmp_path, encoder):
 
 def _fall_behind(path, reader, *, snapshot_after: bool):
     """Another process writes while ``reader`` reads nothing, and the log is trimmed past
-    everything ``reader`` followed (as after ten idle minutes); ``snapshot_after``: that
-    process saves a snapshot of its writes first."""
+    everything ``reader`` followed (as after ten idle minutes). ``snapshot_after``: that process
+    saves a snapshot, then writes more (followed from the log); else no snapshot is left and the
+    saved graph is older than the rows (so no saved graph matches)."""
     writer = SqliteStore(path, DIM, ann_above=ANN)
     rng = np.random.default_rng(11)
     added = [make_entry(rng, 900 + i) for i in range(40)]
-    for e in added:
+    for e in added[:30]:
         writer.put(e)
     assert writer.delete(added[0].cache_id)
     if snapshot_after:
         writer.save_snapshot()
         trimmed = writer._snapshot_seq      # the log keeps every write since the snapshot
     else:
-        writer.save_graphs()
         shutil.rmtree(path.with_name(path.name + ".index"))
+    for e in added[30:]:
+        writer.put(e)
+    assert writer.delete(added[30].cache_id)
+    if not snapshot_after:
         trimmed = writer._seen
     with sqlite3.connect(path) as db:
         db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('changes_trimmed', ?)", (str(trimmed),))
     writer._closing.set()
     writer._close_connections()
-    assert reader._seen < int(sqlite3.connect(path).execute(
-        "SELECT value FROM meta WHERE key = 'changes_trimmed'").fetchone()[0])
+    assert reader._seen < trimmed
     return added
 
 
-@pytest.mark.parametrize("snapshot_after", [True, False], ids=["from-the-snapshot", "rows-and-saved-graph"])
-def test_a_process_that_fell_behind_the_log_reads_the_index_again_with_its_graph(tmp_path, snapshot_after):
-    # Before, such a process read every row and kept no graph: the pool's next put built one
-    # inside the put (minutes at a million rows).
+@pytest.mark.parametrize("snapshot_after", [True, False], ids=["from-the-snapshot", "rows-stale-graph"])
+def test_a_process_that_fell_behind_the_log_reads_the_index_again(tmp_path, monkeypatch, snapshot_after):
+    # Before, such a process read every row into the index it served from and kept no graph.
+    # Now the index is read aside and put in place whole: from the newest snapshot and the log
+    # after it, graphs included, or from the rows, a graph that no saved one matches being built
+    # in the pool's next put, never inside the read (it may hold the file's write lock).
     path = tmp_path / "c.db"
     reader, entries = filled(path)
-    assert reader._index._partitions[POOL].graph is not None
     reader.save_graphs()
     added = _fall_behind(path, reader, snapshot_after=snapshot_after)
-    probes = [e.turn_vector for e in entries[:5]] + [e.turn_vector for e in added[:5]]
+    built_in_a_transaction = []
+    original = sqlite_module.Partition.build_graph
+
+    def build_graph(part, *args, **kwargs):
+        if not args and not kwargs:             # a build, not a saved graph adopted
+            built_in_a_transaction.append(reader._db.in_transaction)
+        return original(part, *args, **kwargs)
+    monkeypatch.setattr(sqlite_module.Partition, "build_graph", build_graph)
+    probes = [e.turn_vector for e in entries[:5]] + [e.turn_vector for e in added[1:6] + added[31:36]]
     got = searched(reader, probes)
+    status, graph = reader.snapshot_status, reader._index._partitions[POOL].graph
+    assert built_in_a_transaction == []
+    extra = make_entry(np.random.default_rng(12), 2000)
+    reader.put(extra)                           # writes go on; the pool has its graph after it
+    assert reader._index._partitions[POOL].graph is not None and not any(built_in_a_transaction)
     fresh = SqliteStore(path, DIM, ann_above=ANN)       # what the file holds, read anew
     assert got == searched(fresh, probes)
-    assert reader._index._partitions[POOL].graph is not None        # no put has run since
-    assert reader.snapshot_status.startswith("fell behind the change log, read again " +
-                                             ("from the snapshot" if snapshot_after else "every row"))
-    assert reader.get(added[0].cache_id) is None and reader.get(added[1].cache_id) is not None
-    assert len(reader) == len(fresh) and reader.corrupt == 0
-    assert reader.graph_status[POOL].startswith("reused")
-    before = len(reader)
-    extra = make_entry(np.random.default_rng(12), 2000)
-    reader.put(extra)                                           # and writes go on
-    assert len(reader) == before + 1 and extra.cache_id in fresh
+    if snapshot_after:
+        assert status.startswith("fell behind the change log, read again from the snapshot"), status
+        assert "11 log entries followed" in status and graph is not None
+        assert reader.graph_status[POOL].startswith("reused")
+    else:
+        assert status.startswith("fell behind the change log, read again every row (no snapshot)"), status
+        assert reader.graph_status[POOL].startswith("built in the pool's next put: stale")
+    for gone in (added[0], added[30]):
+        assert reader.get(gone.cache_id) is None
+    assert reader.get(added[1].cache_id) is not None and reader.get(added[31].cache_id) is not None
+    assert len(reader) == len(fresh) and reader.corrupt == 0 and extra.cache_id in fresh
     fresh.close()
     reader.close()

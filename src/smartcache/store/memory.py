@@ -394,12 +394,14 @@ class MemoryStore(Store):
             if len(c["labels"]):
                 self._next_label = max(self._next_label, int(c["labels"].max()))
 
-    def adopt_graphs(self, load: Callable[[tuple[str, str, str], _Partition], Graph | None]) -> None:
+    def adopt_graphs(self, load: Callable[[tuple[str, str, str], _Partition], Graph | None], *,
+                     build: bool = True) -> None:
         """Give every partition above ``ann_above`` a graph: ``load`` may return a saved one (having
-        set the rows' labels with ``build_graph``), else one is built here."""
+        set the rows' labels with ``build_graph``), else one is built here; ``build=False``: not
+        here, but in the partition's next put."""
         with self._lock:
             for key, part in self._partitions.items():
-                if part.graph is None and len(part.ids) > self.ann_above and load(key, part) is None:
+                if part.graph is None and len(part.ids) > self.ann_above and load(key, part) is None and build:
                     part.build_graph()
                 if part.graph is not None and len(part.ids):
                     self._next_label = max(self._next_label, int(part.labels[:len(part.ids)].max()))

@@ -40,6 +40,7 @@ matches the rows; ``graph_status`` says, per pool, which happened and why.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import sqlite3
@@ -157,7 +158,7 @@ class SqliteStore(Store):
         self._closing = threading.Event()
         started = time.perf_counter()
         if not self._restore():
-            self._load()
+            self.corrupt = self._load(self._index)
         log.info("smartcache: opened %s in %.1f s (%s)", self.path, time.perf_counter() - started,
                  self.snapshot_status)
         self._index.adopt_graphs(self._adopt_graph)
@@ -200,25 +201,26 @@ class SqliteStore(Store):
             log.info("smartcache: migrated %s: added entries.created_at", self.path)
         self._db.executescript(_INDEXES)
 
-    def _load(self) -> None:
-        """Every row at once: no JSON decoded in Python, turn vectors copied in batches, no put().
-        One read transaction for the count and the rows: another process's insert between them
-        would leave more rows than room for their vectors."""
+    def _load(self, index: MemoryStore) -> int:
+        """Every row at once into the empty ``index``: no JSON decoded in Python, turn vectors
+        copied in batches, no put(); the number of unreadable rows skipped. One read transaction
+        for the count and the rows: another process's insert between them would leave more rows
+        than room for their vectors."""
         if self._db.in_transaction:         # following the log (``_follow``): its snapshot already
-            self._load_rows()
-            return
+            return self._load_rows(index)
         self._db.execute("BEGIN")
         try:
-            self._load_rows()
+            return self._load_rows(index)
         finally:
             with contextlib.suppress(sqlite3.Error):
                 self._db.execute("COMMIT")
 
-    def _load_rows(self) -> None:
+    def _load_rows(self, index: MemoryStore) -> int:
         count = self._db.execute("SELECT count(*) FROM entries").fetchone()[0]
         turns = np.empty((count, self.dim), np.float32)
         entries: list[Entry] = []
         strings: dict[str, str] = {}
+        unreadable = 0
         paths = ", ".join(f"'{p}'" for p in codec.EAGER_PATHS)
         cursor = self._db.execute(
             "SELECT cache_id, tenant, session_id, state, expires_at, "
@@ -238,12 +240,13 @@ class SqliteStore(Store):
                     entries.append(codec.lazy_entry(cache_id, tenant, session_id, state, expires, eager, _EMPTY,
                                                     self._fetch, strings))
                 except (ValueError, KeyError, TypeError) as exc:
-                    self.corrupt += 1
+                    unreadable += 1
                     log.error("smartcache: skipping unreadable entry %s in %s: %s", cache_id, self.path, exc)
                     continue
                 blobs.append(turn)
             turns[start:len(entries)] = np.frombuffer(b"".join(blobs), np.float32).reshape(-1, self.dim)
-        self._index.restore(entries, turns[:len(entries)])
+        index.restore(entries, turns[:len(entries)])
+        return unreadable
 
     # -- the index snapshot -----------------------------------------------------------
 
@@ -262,8 +265,9 @@ class SqliteStore(Store):
 
     def _from_snapshot(self) -> snapshot.Snapshot | None:
         """A fresh index from the snapshot, the log followed past it, inside the caller's read
-        transaction (``self._lock`` held): the snapshot used, or None, the index left as it was
-        and the reason in ``snapshot_status``, when there is none this file can use."""
+        transaction (``self._lock`` held), put in place only once whole (a reader never sees
+        the snapshot's state, nor half of one): the snapshot used, or None, the index left as it
+        was and the reason in ``snapshot_status``, when there is none this file can use."""
         try:
             snap = snapshot.load(self._snapshot_dir, file_id=self._file_id, dim=self.dim)
         except snapshot.Unusable as exc:
@@ -275,21 +279,20 @@ class SqliteStore(Store):
             self.snapshot_status = (f"rows read: the snapshot (log position {snap.seq}) is older than the "
                                     "change log keeps, or newer than the file")
             return None
-        before = self._index, self._seen, self.corrupt
-        self._index = MemoryStore(self.dim, **self._index_options)
-        self._index.restore_cold(snap, self._fetch_entries)
-        self._seen, self.corrupt = snap.seq, snap.unindexed
-        self._follow()
+        fresh = MemoryStore(self.dim, **self._index_options)
+        fresh.restore_cold(snap, self._fetch_entries)
+        seen, unreadable = self._follow_log(fresh, snap.seq)
+        unreadable += snap.unindexed
         rows = int(self._query("SELECT count(*) FROM entries", ())[0][0])
-        if rows != len(self._index) + self.corrupt:
+        if rows != len(fresh) + unreadable:
             # A write that bypassed the log (another program): the file is the truth.
-            self.snapshot_status = (f"rows read: the snapshot and its log give {len(self._index)} rows "
-                                    f"(+{self.corrupt} unreadable), the file has {rows}")
-            self._index, self._seen, self.corrupt = before
+            self.snapshot_status = (f"rows read: the snapshot and its log give {len(fresh)} rows "
+                                    f"(+{unreadable} unreadable), the file has {rows}")
             return None
-        for key, part in self._index.graphs():
+        for key, part in fresh.graphs():
             self.graph_status[key] = "reused: from the index snapshot"
             self._saved_edits[key] = part.edits     # edited since, it is saved again
+        self._index, self._seen, self.corrupt = fresh, seen, unreadable
         self._snapshot_seq = snap.seq
         return snap
 
@@ -383,13 +386,17 @@ class SqliteStore(Store):
 
     # -- the saved graphs -------------------------------------------------------------
 
-    def _adopt_graph(self, key: tuple[str, str, str], part: Partition) -> graph.Graph | None:
+    def _adopt_graph(self, key: tuple[str, str, str], part: Partition, *, build_now: bool = True
+                     ) -> graph.Graph | None:
+        """The saved graph of a pool if it matches its rows; else None, and the pool's graph is
+        built now (``adopt_graphs``) or, ``build_now=False``, in the pool's next put."""
         n = len(part.ids)
         loaded = graph.load(self._graph_dir, key, part.ids, part.vectors[:n])
         if loaded.graph is None:
-            log.warning("smartcache: building the HNSW graph of a %d-row pool of %s (%s)", n, self.path,
+            when = "now" if build_now else "in the pool's next put"
+            log.warning("smartcache: the HNSW graph of a %d-row pool of %s is built %s (%s)", n, self.path, when,
                         loaded.reason)
-            self.graph_status[key] = f"rebuilt: {loaded.reason}"
+            self.graph_status[key] = f"rebuilt: {loaded.reason}" if build_now else f"built {when}: {loaded.reason}"
             return None
         part.build_graph(loaded.graph, loaded.labels)
         self._saved_edits[key] = part.edits
@@ -576,8 +583,9 @@ class SqliteStore(Store):
         if trimmed and int(trimmed[0][0]) > self._seen:
             # Writes this process never followed are gone from the log: read the whole file again.
             # The newest snapshot when the log still holds every write since it (seconds at a million
-            # rows, its graphs with it), else every row, and the saved graphs where they match: a
-            # pool left without one would build it inside its next put (minutes at a million).
+            # rows, its graphs with it), else every row and the saved graphs that match them. A
+            # pool whose saved graph does not match builds one in its next put, after that put's
+            # commit: building it here (minutes at a million) could hold the file's write lock.
             started = time.perf_counter()
             snap = self._from_snapshot()
             if snap is not None:
@@ -585,19 +593,26 @@ class SqliteStore(Store):
             else:
                 how = f"every row ({self.snapshot_status.removeprefix('rows read: ')})"
                 last = self._query("SELECT coalesce(max(seq), 0) FROM changes", ())[0][0]
-                self._index = MemoryStore(self.dim, **self._index_options)
-                self.corrupt = 0
-                self._load()
-                self._seen = max(int(trimmed[0][0]), int(last))
-                self._index.adopt_graphs(self._adopt_graph)
+                fresh = MemoryStore(self.dim, **self._index_options)
+                unreadable = self._load(fresh)
+                fresh.adopt_graphs(functools.partial(self._adopt_graph, build_now=False), build=False)
+                self._index, self._seen, self.corrupt = fresh, max(int(trimmed[0][0]), int(last)), unreadable
+                self._snapshot_seq = None       # the next save writes a snapshot of these rows
             self.snapshot_status = f"fell behind the change log, read again {how}"
             log.warning("smartcache: %s: this process fell behind the change log; read the index again in %.1f s (%s)",
                         self.path, time.perf_counter() - started, how)
             return
-        rows = self._query("SELECT seq, cache_id, hit FROM changes WHERE seq > ? ORDER BY seq", (self._seen,))
+        self._seen, unreadable = self._follow_log(self._index, self._seen)
+        self.corrupt += unreadable
+
+    def _follow_log(self, index: MemoryStore, seen: int) -> tuple[int, int]:
+        """Bring ``index`` from log position ``seen`` to the log's end: the new position and the
+        unreadable rows skipped."""
+        rows = self._query("SELECT seq, cache_id, hit FROM changes WHERE seq > ? ORDER BY seq", (seen,))
+        unreadable = 0
         if rows:
             changed = list(dict.fromkeys(cache_id for _, cache_id, hit in rows if hit is None))
-            self._reload(changed)       # read back as the file has them: their hits included
+            unreadable = self._reload(changed, index)   # read back as the file has them: their hits included
             reread = set(changed)
             # Hits: the counts as the file has them in this snapshot, not the index's plus the
             # log's (a cold row read since holds some of those hits already).
@@ -605,24 +620,27 @@ class SqliteStore(Store):
             for _, cache_id, hit in rows:
                 if hit is not None and cache_id not in reread:
                     last_hit[cache_id] = max(hit, last_hit.get(cache_id, hit))
-            self._refresh_hits(last_hit)
-            self._seen = rows[-1][0]
+            self._refresh_hits(last_hit, index)
+            seen = rows[-1][0]
+        return seen, unreadable
 
-    def _refresh_hits(self, last_hit: dict[str, float]) -> None:
+    def _refresh_hits(self, last_hit: dict[str, float], index: MemoryStore) -> None:
         """The counts of these rows' hits as the file has them; the last hit as the log has it
         (exact: the JSON copy keeps 15 digits)."""
         ids = list(last_hit)
         for start in range(0, len(ids), 500):
             chunk = ids[start:start + 500]
             marks = ", ".join("?" * len(chunk))
-            self._index.set_hits({
+            index.set_hits({
                 cache_id: (int(hits or 0), last_hit[cache_id]) for cache_id, hits in self._query(
                     f"SELECT cache_id, json_extract(fields, '$.hit_count') FROM entries WHERE cache_id IN ({marks}) "
                     "AND json_valid(fields)", tuple(chunk))})
 
-    def _reload(self, ids: list[str]) -> None:
-        """These rows as the file has them now: put again, or gone from the index."""
+    def _reload(self, ids: list[str], index: MemoryStore) -> int:
+        """These rows as the file has them now: put again, or gone from ``index``; the number of
+        unreadable ones skipped."""
         present: set[str] = set()
+        unreadable = 0
         for start in range(0, len(ids), 500):
             chunk = ids[start:start + 500]
             marks = ", ".join("?" * len(chunk))
@@ -630,15 +648,16 @@ class SqliteStore(Store):
                     f"SELECT cache_id, fields, turn, context FROM entries WHERE cache_id IN ({marks})", tuple(chunk)):
                 try:
                     entry = codec.entry_from(json.loads(raw), turn, context, self.dim)
-                    self._index.put(entry)
+                    index.put(entry)
                 except (ValueError, KeyError, TypeError) as exc:
                     log.error("smartcache: skipping unreadable entry %s in %s: %s", cache_id, self.path, exc)
-                    self.corrupt += 1
+                    unreadable += 1
                     continue
                 present.add(cache_id)
         for cache_id in ids:
             if cache_id not in present:
-                self._index.delete(cache_id)
+                index.delete(cache_id)
+        return unreadable
 
     # -- markers: a file beside the store's, so every process sharing it sees them ----------
 
