@@ -91,6 +91,7 @@ def test_a_config_file_overrides_per_domain(tmp_path):
     ("colour = 1\n", "unknown config keys"),
     # A removed feature's key says so, rather than a bare "unknown".
     ("use_cross_encoder = false\n", "cross-encoder was removed"),
+    ("use_cross_encoder = false\ncolour = 1\n", r"removed.*unknown config keys: \['colour'\]"),
     ("[thresholds.use-multilingual.default]\nhit = 0.3\nhalf_hit = 0.6\n", "must not exceed"),
     ("[thresholds.use-multilingual.default]\nhit = 7\n", r"\[-1, 1\]"),
     ("[lifecycle]\nwindow = 3\n", "invalid config"),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -112,9 +113,16 @@ def make_targets(makefile: Path) -> set[str]:
     return set(re.findall(r"^([A-Za-z][\w-]*)\s*:(?!=)", makefile.read_text(encoding="utf-8"), re.M))
 
 
-# A record of a removed part says where its commands still run: its links are checked, its
-# commands are not (they name subcommands and flags that are gone).
+# A record of a removed part says, near its top, the commit its commands still run at: its
+# links are checked, its commands are not (they name subcommands and flags that are gone).
 RECORD = re.compile(r"[Tt]he commands on this page run at commit `([0-9a-f]{7,40})`")
+RECORD_WITHIN = 15      # lines from the top
+
+
+def record_commit(text: str) -> str | None:
+    """The commit a record page names near its top; None for any other page."""
+    found = RECORD.search("\n".join(text.splitlines()[:RECORD_WITHIN]))
+    return found.group(1) if found else None
 
 
 def check(page: Path, text: str, *, root: Path, helps: dict[str, str], targets: set[str]) -> list[Problem]:
@@ -130,7 +138,10 @@ def check(page: Path, text: str, *, root: Path, helps: dict[str, str], targets: 
             problems.append(Problem(name, f"link to {target}: no such file"))
         elif fragment and dest.suffix == ".md" and fragment not in anchors(dest.read_text(encoding="utf-8")):
             problems.append(Problem(name, f"link to {target}: no such heading"))
-    if RECORD.search(prose):
+    commit = record_commit(text)
+    if commit is not None:
+        if not _is_commit(root, commit):
+            problems.append(Problem(name, f"a record of commit {commit}: no such commit"))
         return problems
     named = [c for piece in code_pieces(text) for c in commands(piece)] + table_flags(text)
     for command, rest in named:
@@ -149,6 +160,21 @@ def check(page: Path, text: str, *, root: Path, helps: dict[str, str], targets: 
             if not re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", helps[command]):
                 problems.append(Problem(name, f"smartcache {command} {flag}: not in its --help"))
     return problems
+
+
+def _is_commit(root: Path, commit: str) -> bool:
+    """Whether the repository holds ``commit`` (True where git or the history is not there: a
+    source tarball's docs are checked as far as they can be)."""
+    try:
+        run = subprocess.run(["git", "-C", str(root), "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"],
+                             capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return True
+    if run.returncode == 0:
+        return True
+    shallow = subprocess.run(["git", "-C", str(root), "rev-parse", "--is-shallow-repository"], capture_output=True,
+                             text=True, timeout=30)
+    return shallow.returncode != 0 or shallow.stdout.strip() == "true"
 
 
 @pytest.fixture(scope="module")
@@ -227,3 +253,24 @@ def test_the_checker_finds_what_is_wrong(tmp_path, helps):
         "smartcache train --made-up: not in its --help",
         "smartcache serve --not-a-serve-flag: not in its --help",
     }
+
+
+def test_a_record_page_names_a_commit_near_its_top_and_only_its_commands_go_unchecked(tmp_path, helps):
+    root = Path(__file__).resolve().parent.parent
+    head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    if head.returncode != 0:
+        pytest.skip("not a git checkout: the commit a record names cannot be checked")
+    gone = "Run `smartcache frobnicate --x` and read [that](missing.md).\n"
+    record = f"# Removed part\n\nThe commands on this page run at commit `{head.stdout.strip()}`.\n\n{gone}"
+    found = {p.what for p in check(tmp_path / "r.md", record, root=root, helps=helps, targets=set())}
+    assert found == {"link to missing.md: no such file"}         # links still checked, commands not
+    unknown = record.replace(head.stdout.strip(), "0123456789abcdef0123")
+    shallow = subprocess.run(["git", "-C", str(root), "rev-parse", "--is-shallow-repository"], capture_output=True,
+                             text=True).stdout.strip() == "true"
+    if not shallow:         # a shallow clone cannot tell a missing commit from one it did not fetch
+        assert "a record of commit 0123456789abcdef0123: no such commit" in {
+            p.what for p in check(tmp_path / "r.md", unknown, root=root, helps=helps, targets=set())}
+    # A page that mentions the convention further down is a page like any other.
+    quoting = "# Notes\n" + "\ntext\n" * 20 + record
+    assert "smartcache frobnicate: no such subcommand" in {
+        p.what for p in check(tmp_path / "q.md", quoting, root=root, helps=helps, targets=set())}

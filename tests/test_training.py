@@ -52,6 +52,21 @@ def test_a_harvest_survives_saving(rules_only, tmp_path):
     h.save(tmp_path / "h.npz")
     again = Harvest.load(tmp_path / "h.npz")
     assert again.cases == h.cases and again.y == h.y and np.allclose(np.stack(again.x), np.stack(h.x))
+    assert again.texts == h.texts and len(h.texts) == len(h.y) == 1
+
+
+def test_an_older_harvest_keeps_its_turns_or_is_refused(rules_only, tmp_path):
+    h = harvest([case("p", "How do I reset my password?", "How can I reset my password", "hit")], "unit", rules_only)
+    h.save(tmp_path / "h.npz")
+    with np.load(tmp_path / "h.npz") as data:
+        arrays = {k: data[k] for k in data.files if k != "texts"}
+    # Its rows kept what the cross-encoder read: (probe turn, its dependency, cached turn, its dependency).
+    sides = [(probe, "", cached, "") for probe, cached in h.texts]
+    np.savez(tmp_path / "sides.npz", **arrays, sides=np.asarray(json.dumps(sides)))
+    assert Harvest.load(tmp_path / "sides.npz").texts == h.texts
+    np.savez(tmp_path / "older.npz", **arrays)
+    with pytest.raises(ValueError, match="harvest again"):
+        Harvest.load(tmp_path / "older.npz")
 
 
 def test_families_group_a_source_with_its_placements():

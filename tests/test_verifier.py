@@ -4,7 +4,6 @@ model, and the evidence it is fed."""
 from __future__ import annotations
 
 import json
-from importlib import resources
 
 import numpy as np
 import pytest

@@ -145,8 +145,10 @@ _REMOVED = {"use_cross_encoder", "cross_encoder_path", "cross_verifier_path"}
 def _build(data: Mapping[str, Any]) -> CacheConfig:
     unknown = set(data) - {f.name for f in fields(CacheConfig)}
     if unknown & _REMOVED:
-        raise ConfigError(f"{sorted(unknown & _REMOVED)}: the cross-encoder was removed (it added nothing measurable "
-                          "on the development streams, docs/eval/cross-encoder.md); delete these keys")
+        others = f"; unknown config keys: {sorted(unknown - _REMOVED)}" if unknown - _REMOVED else ""
+        raise ConfigError(f"{sorted(unknown & _REMOVED)}: the cross-encoder was removed (on the development streams "
+                          "it served nothing more where it had not seen the source, and more wrong answers where it "
+                          f"had: docs/eval/cross-encoder.md); delete these keys{others}")
     if unknown:
         raise ConfigError(f"unknown config keys: {sorted(unknown)}")
     # No fallbacks: ``data`` always holds the packaged file, so a KeyError here is a packaging bug.

@@ -83,6 +83,10 @@ class Harvest:
             h.texts = [tuple(t) for t in json.loads(str(data["texts"]))]
         elif "sides" in data.files:     # harvested when rows kept a cross-encoder's input: (turn, its dependency) a side
             h.texts = [(t[0], t[2]) for t in json.loads(str(data["sides"]))]
+        else:
+            raise ValueError("harvested before rows kept their turns; harvest again")
+        if len(h.texts) != len(h.y):
+            raise ValueError(f"{len(h.texts)} rows of turns for {len(h.y)} rows; harvest again")
         return h
 
 
