@@ -201,6 +201,35 @@ def test_a_typo_in_the_history_is_a_repeat_but_another_answer_in_it_is_not(cache
     assert not other.has_reason("near_exact_match")
 
 
+# A turn the cache reads as leaving the conversation's topic (another domain, unlike the history)
+# was never served again but word for word: the switch dropped every entry of the session, and a
+# slip or a word of the history can move it. The same conversation repeated keeps its entry.
+_FLASK = [U("I'm building a REST API in Flask."), A("Cool. What do you need help with?")]
+_FLASK_ZH = [U("我在用Flask写一个REST接口"), A("好的，需要什么帮助？")]
+
+
+@pytest.mark.parametrize("history, cached, probe", [
+    (_FLASK, "How do I get a refund for a late delivery?", "How do I get a refund for a late delivrey?"),
+    (_FLASK_ZH, "快递一直不派送怎么投诉", "快递一直不派送怎么投述"),
+    (_FLASK_ZH, "退货的运费由谁来出", "退货的运费由谁来出呢"),
+])
+def test_a_repeat_of_a_turn_that_switches_topic_is_served(cache, history, cached, probe):
+    assert cache.prepare(history + [U(probe)], session="s1").fingerprint.topic_switch
+    entry = remember(cache, history + [U(cached)], "answer")
+    found = cache.lookup(history + [U(probe)], session="s1")
+    assert found.zone is Zone.HIT and found.has_reason("near_exact_match") and found.entry.cache_id == entry
+
+
+def test_a_topic_switch_still_drops_the_entries_of_another_history(cache):
+    remember(cache, [U("我在学做川菜"), A("好的，想学哪道？"), U("快递一直不派送怎么投诉")], "answer")
+    found = cache.lookup(_FLASK_ZH + [U("快递一直不派送怎么投诉")], session="s1")
+    assert found.zone is Zone.MISS and found.has_reason("topic_switch") and found.has_reason("no_candidate")
+    # With the same history, the semantic path weighs the entry (and refuses another request).
+    remember(cache, _FLASK_ZH + [U("退货的运费由谁来出")], "answer")
+    other = cache.lookup(_FLASK_ZH + [U("换货的运费由谁来出")], session="s1")
+    assert other.zone is Zone.MISS and not other.has_reason("no_candidate") and other.has_reason("similar_not_same")
+
+
 @pytest.mark.parametrize("cached, probe", [
     ("How do I encrypt a zip file?", "How do I decrypt a zip file?"),
     ("Book a table for 4 at 7pm", "Book a table for 5 at 7pm"),

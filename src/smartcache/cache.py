@@ -328,7 +328,7 @@ class SmartCache:
         negations, opposite actions, change flags and numbers. Decided before the rules'
         evidence and the verifier. The domain pre-filter is not trusted here (a typo can move
         a request's tag), so the nearest entries of every domain are read too."""
-        if not self.config.exact_path or fp.topic_switch and self.decider.switches.change_detection:
+        if not self.config.exact_path:
             return None
         pool = list(candidates)
         anywhere = replace(flt, domain=None)

@@ -137,8 +137,13 @@ class Decider:
         ``policy``: the tenant's learned serving point, in place of the packaged one."""
         reasons: list[Reason] = []
         if fp.topic_switch and self.switches.change_detection:
-            # The history no longer applies: only context-free (global) entries stay in play.
-            candidates = [c for c in candidates if c.entry.scope is Scope.GLOBAL]
+            # The history no longer applies: only context-free (global) entries stay in play, and
+            # those cached after this very history (the same conversation: a topic switch is
+            # read from the turn and a word of the history can move it, so the same request
+            # came with the same switch).
+            history = fp.signature.history_hash
+            candidates = [c for c in candidates
+                          if c.entry.scope is Scope.GLOBAL or c.entry.signature.history_hash == history]
             reasons.append(Reason(R.TOPIC_SWITCH, "the turn leaves the conversation's topic"))
             continued = ()
         limits = self.table.for_domain(fp.signature.domain, tier_of(fp.signature.domain))
