@@ -153,6 +153,20 @@ DIFFERENT = [
 ]
 
 
+# One word as British and American English spell it (breame's table), not two units.
+SAME += [
+    ("How can I practise my Spanish speaking?", "How can I practice my Spanish speaking?"),
+    ("What colour should I paint a small bedroom?", "What color should I paint a small bedroom?"),
+    ("Tips for travelling with a toddler", "Tips for traveling with a toddler"),
+    ("How do I organise my kitchen cabinets?", "How do I organize my kitchen cabinets?"),
+]
+DIFFERENT += [
+    ("How many kilograms are in a tonne?", "How many kilograms are in a ton?"),
+    ("What is the best advice for a new manager?", "What is the best advise for a new manager?"),
+    ("How do I practise my Spanish speaking?", "How do I improve my Spanish speaking?"),
+]
+
+
 @pytest.mark.parametrize("a, b", SAME)
 def test_a_slip_or_a_courtesy_is_the_same_request(a, b):
     assert near_exact(normalize_text(a), normalize_text(b)) is not None
@@ -199,6 +213,20 @@ def test_a_typo_in_the_history_is_a_repeat_but_another_answer_in_it_is_not(cache
     assert again.zone is Zone.HIT and again.has_reason("near_exact_match") and again.entry.cache_id == entry
     other = cache.lookup([U("我想学做蛋糕"), A("可以从海绵蛋糕开始。"), U("需要买什么工具")], session="s1")
     assert not other.has_reason("near_exact_match")
+
+
+@pytest.mark.parametrize("cached, probe", [
+    ("这两个软件有什么区别", "这两个软件有什么曲别"),       # 曲别: the rules read 别 as "don't"
+    ("翡翠怎么辨别真假", "翡翠怎么辩别真假"),
+])
+def test_a_slip_that_cuts_a_negator_out_of_its_word_is_still_a_repeat(cache, cached, probe):
+    request = cache.prepare([U(probe)], session="s1").fingerprint.signature
+    assert request.negations != cache.prepare([U(cached)], session="s1").fingerprint.signature.negations
+    entry = remember(cache, [U(cached)], "answer")
+    found = cache.lookup([U(probe)], session="s1")
+    assert found.zone is Zone.HIT and found.has_reason("near_exact_match") and found.entry.cache_id == entry
+    # A negator typed or dropped is never one: the rules' reading stands.
+    assert not cache.lookup([U("别" + cached)], session="s1").has_reason("near_exact_match")
 
 
 # A turn the cache reads as leaving the conversation's topic (another domain, unlike the history)

@@ -27,7 +27,9 @@ characters), courtesy is dropped at either end (lexicon kind ``courtesy``) or an
 - an English word typed twice, a Chinese character typed twice where the two are no entry of
   jieba's dictionary (屏幕幕; not 人人, nor 下下周), a dropped or added particle (的 呢 吧 啊 呀
   嘛) or article (the);
-- words run together or apart ("e mail" / "email").
+- words run together or apart ("e mail" / "email");
+- one word's British and American spellings (``breame``'s table: practise / practice,
+  colour / color, travelled / traveled), never where they name two units (tonne / ton).
 
 No digit group and no negator may change, no symbol (brackets, operators, currency signs,
 underscores: ``_symbols``), and a turn may hold at most 1 + n/5 typos
@@ -49,9 +51,10 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
+from breame.spelling import get_american_spelling
 from rapidfuzz.distance import OSA, Levenshtein
 
-from smartcache.fingerprint import Signature
+from smartcache.fingerprint import ChangeFlag, Signature
 from smartcache.fingerprint.lexicon import concepts_of_kind, word_opposites, words_of_kind
 
 # A "+" or "#" glued to a word or a number is part of it: C++ and C#, Disney+, an A+ grade, "5+
@@ -279,11 +282,18 @@ def near_repeat(request: Signature, cached: Signature) -> NearExact | None:
     """Whether a request repeats a cached one but for typos and courtesy: its turn and every
     prior turn (assistant turns byte for byte after normalisation, small talk aside), with the
     same negations, opposite-action sides, change flags and numbers as the rules read them."""
-    if (request.negations, request.sides, request.flags) != (cached.negations, cached.sides, cached.flags):
+    # The rules read a negation where a slip cuts a negator out of its word (辨别 / 辩别: 辩 and
+    # 别); the path itself never edits a negator, so the same negators in the same order say that
+    # is all it was.
+    flags = request.flags ^ cached.flags
+    if request.sides != cached.sides or flags - {ChangeFlag.NEGATION}:
         return None
+    negation_read = request.negations != cached.negations or bool(flags)
     if _numbers(request.entities) != _numbers(cached.entities):
         return None
     found = near_exact(request.text, cached.text)
+    if negation_read and (found is None or _negators(request.text) != _negators(cached.text)):
+        return None
     if found is None or request.history_hash == cached.history_hash:
         return found
     mine, theirs = request.turns, cached.turns
@@ -305,6 +315,10 @@ def near_repeat(request: Signature, cached: Signature) -> NearExact | None:
             return None
         edits += turn.edits
     return NearExact(tuple(edits))
+
+
+def _negators(text: str) -> tuple[str, ...]:
+    return tuple(t for t in tokens(text) if t in _NEGATORS)
 
 
 def _numbers(entities: Sequence[str]) -> list[str]:
@@ -336,6 +350,17 @@ def _droppable(seq: Sequence[str], k: int) -> bool:
     return word.isascii() and word.isalpha()
 
 
+# British spellings whose American "spelling" is another unit: a metric tonne is 1,000 kg, a ton
+# (short, in the US) 907 kg.
+_OTHER_UNIT = frozenset({"tonne", "tonnes"})
+
+
+def _spelt_apart(x: str, y: str) -> bool:
+    """One word as British and American English spell it ("practise" / "practice", "colours" /
+    "colors"); the dictionary holds both, so no slip rule would take them."""
+    return not _OTHER_UNIT & {x, y} and (get_american_spelling(x) == y or get_american_spelling(y) == x)
+
+
 def _typo(ta: Sequence[str], i: int, tb: Sequence[str], j: int) -> bool:
     x, y = ta[i], tb[j]
     if x in _NEGATORS or y in _NEGATORS or any(c.isdigit() for c in x + y):
@@ -344,6 +369,8 @@ def _typo(ta: Sequence[str], i: int, tb: Sequence[str], j: int) -> bool:
         return _ime_slip(ta, i, tb, j)
     if not (x.isascii() and y.isascii() and x.isalpha() and y.isalpha()):
         return False
+    if _spelt_apart(x, y):
+        return True
     zx, zy = _zipf(x), _zipf(y)
     slip, meant = (x, y) if zx < zy else (y, x)
     z_slip, z_meant = min(zx, zy), max(zx, zy)
