@@ -281,13 +281,16 @@ def near_exact_turns(a: Sequence[str], b: Sequence[str]) -> NearExact | None:
 def near_repeat(request: Signature, cached: Signature) -> NearExact | None:
     """Whether a request repeats a cached one but for typos and courtesy: its turn and every
     prior turn (assistant turns byte for byte after normalisation, small talk aside), with the
-    same negations, opposite-action sides, change flags and numbers as the rules read them."""
+    same negations, change flags and numbers as the rules read them, and no opposite action."""
+    flags = request.flags ^ cached.flags
+    # Opposite sides are never a slip. A side one turn names and the other does not is, once the
+    # turns are one request but for slips: "folow" is no follow, and never "unfollow" (a word of
+    # its own). Sides are positional: an entry written before the lexicon added pairs holds fewer.
+    if any(p * q < 0 for p, q in zip(request.sides, cached.sides)) or flags - {ChangeFlag.NEGATION}:
+        return None
     # The rules read a negation where a slip cuts a negator out of its word (辨别 / 辩别: 辩 and
     # 别); the path itself never edits a negator, so the same negators in the same order say that
     # is all it was.
-    flags = request.flags ^ cached.flags
-    if request.sides != cached.sides or flags - {ChangeFlag.NEGATION}:
-        return None
     negation_read = request.negations != cached.negations or bool(flags)
     if _numbers(request.entities) != _numbers(cached.entities):
         return None

@@ -25,7 +25,7 @@ LANGUAGES = ("zh", "en")      # the order the tables are built in
 KINDS = frozenset({"synonyms", "action", "antonym", "opposites", "filler", "question", "common",
                    "constraint", "courtesy", "courtesy_inner", "courtesy_lead", "confusable"})
 USES = ("synonyms", "action", "antonym")   # the uses a member can be left out of (``not_in``)
-_KEYS = frozenset({"kind", "words", "patterns", "opposite", "pairs", "synonyms", "form", "not_in", "examples"})
+_KEYS = frozenset({"kind", "words", "patterns", "opposite", "pairs", "synonyms", "form", "not_in", "examples", "since"})
 
 Pair = tuple[str, str]
 
@@ -45,6 +45,7 @@ class Concept:
     not_in: tuple[tuple[str, frozenset[str]], ...] = ()   # (use, members left out of that use)
     same: tuple[Pair, ...] = ()       # examples the concept's rules must not tell apart
     different: tuple[Pair, ...] = ()  # examples they must tell apart
+    since: int = 1                    # the lexicon version that added its opposite pair (the pairs' order)
 
     def members(self, use: str) -> tuple[str, ...]:
         """The words (and, for the regex uses, patterns) of one use, in file order."""
@@ -136,8 +137,13 @@ def _concept(name: str, raw: object, source: str) -> Concept:
     opposite = raw.get("opposite")
     if opposite is not None and (not isinstance(opposite, str) or opposite == name):
         raise _fail(source, f"{where}.opposite must name another concept")
+    since = raw.get("since", 1)
+    if not isinstance(since, int) or isinstance(since, bool) or since < 1 or "since" in raw and opposite is None:
+        raise _fail(source, f"{where}.since is the version that added its opposite pair (a positive integer, "
+                            f"with opposite)")
     return Concept(name, kind, words, patterns, opposite, pairs, synonyms=synonyms,
-                   form=flags["form"], not_in=tuple(sorted(left_out.items())), same=same, different=different)
+                   form=flags["form"], not_in=tuple(sorted(left_out.items())), same=same, different=different,
+                   since=since)
 
 
 def parse_lexicon(text: str, lang: str, source: str = "<text>") -> Lexicon:
@@ -191,9 +197,11 @@ def action_classes() -> dict[str, list[str]]:
 
 
 def antonym_pairs() -> list[tuple[list[str], list[str]]]:
-    """(regex parts of one side, of the other) per opposite pair, in the order pairs first
-    appear: ``action_sides`` is positional and stored with entries, so new pairs go last."""
+    """(regex parts of one side, of the other) per opposite pair, by the version that added it
+    (``since``), then in the order pairs first appear: ``action_sides`` is positional and stored
+    with entries, so a pair added later goes after every older one, whichever file holds it."""
     out: dict[tuple[str, str], tuple[list[str], list[str]]] = {}
+    since: dict[tuple[str, str], int] = {}
     for lex in lexicons():
         by_name = {c.name: c for c in lex.concepts}
         for c in lex.concepts:
@@ -205,7 +213,8 @@ def antonym_pairs() -> list[tuple[list[str], list[str]]]:
                 first, second = out.setdefault(key, ([], []))
                 first.extend(one)
                 second.extend(other)
-    return list(out.values())
+                since[key] = max(since.get(key, 1), c.since)
+    return [out[key] for key in sorted(out, key=lambda k: since[k])]     # a stable sort: file order within
 
 
 def word_opposites() -> set[frozenset[str]]:
