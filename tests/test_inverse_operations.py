@@ -36,6 +36,10 @@ REVERSED = [
     ("电脑照片怎么备份到网盘", "电脑照片怎么从网盘的备份恢复"),
     ("Excel怎么添加批注", "Excel怎么删除批注"),
     ("怎么加入学校的飞书群", "怎么退出学校的飞书群"),
+    ("钉钉群怎么设置免打扰", "钉钉群怎么解除免打扰"),       # a review's: undo phrasings first missed
+    ("微信聊天怎么置顶", "微信聊天怎么解除置顶"),
+    ("蓝牙音箱怎么连接", "蓝牙音箱怎么取消连接"),
+    ("微信怎么登录账号", "微信怎么退出账号"),
 ]
 SAME_SIDE = [
     ("How do I restore my phone from an iCloud backup?", "How can I restore my phone using an iCloud backup?"),
@@ -46,6 +50,7 @@ SAME_SIDE = [
     ("微博怎么取消关注", "微博怎么取关"),
     ("怎么删除微信好友", "怎么删掉微信好友"),
     ("怎么退出登录", "怎么登出"),                  # logging out, not leaving a group
+    ("抖音怎么删除关联账号", "抖音怎么取消关联账号"),
 ]
 
 

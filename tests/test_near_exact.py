@@ -159,9 +159,17 @@ SAME += [
     ("What colour should I paint a small bedroom?", "What color should I paint a small bedroom?"),
     ("Tips for travelling with a toddler", "Tips for traveling with a toddler"),
     ("How do I organise my kitchen cabinets?", "How do I organize my kitchen cabinets?"),
+    ("What is the centre of a black hole like?", "What is the center of a black hole like?"),
+    ("How do I cancel a programme on my TV box?", "How do I cancel a program on my TV box?"),
 ]
 DIFFERENT += [
     ("How many kilograms are in a tonne?", "How many kilograms are in a ton?"),
+    ("What is Prolog used for?", "What is prologue used for?"),
+    ("How does a water filter work?", "How does a water philtre work?"),   # breame maps them
+    ("What causes groin pain?", "What causes groyne pain?"),
+    ("What is a draft?", "What is a draught?"),
+    ("请问下周一银行上班吗", "周一银行上班吗"),           # 下周一 is next Monday, not 问下
+    ("问下半年的理财收益怎么样", "半年的理财收益怎么样"),
     ("What is the best advice for a new manager?", "What is the best advise for a new manager?"),
     ("How do I practise my Spanish speaking?", "How do I improve my Spanish speaking?"),
 ]

@@ -28,8 +28,9 @@ characters), courtesy is dropped at either end (lexicon kind ``courtesy``) or an
   jieba's dictionary (屏幕幕; not 人人, nor 下下周), a dropped or added particle (的 呢 吧 啊 呀
   嘛) or article (the);
 - words run together or apart ("e mail" / "email");
-- one word's British and American spellings (``breame``'s table: practise / practice,
-  colour / color, travelled / traveled), never where they name two units (tonne / ton).
+- one word's British and American spellings (``breame``'s table, where the two differ in a
+  regular way: practise / practice, colour / color, travelled / traveled), never two words
+  (tonne / ton, two units; prologue / Prolog).
 
 No digit group and no negator may change, no symbol (brackets, operators, currency signs,
 underscores: ``_symbols``), and a turn may hold at most 1 + n/5 typos
@@ -353,15 +354,32 @@ def _droppable(seq: Sequence[str], k: int) -> bool:
     return word.isascii() and word.isalpha()
 
 
-# British spellings whose American "spelling" is another unit: a metric tonne is 1,000 kg, a ton
-# (short, in the US) 907 kg.
-_OTHER_UNIT = frozenset({"tonne", "tonnes"})
+# The regular ways British and American spellings differ (colour / color, organise / organize,
+# analyse / analyze, centre / center, fibre / fiber, travelled / traveled, fulfil / fulfill,
+# anaemia / anemia, catalogue / catalog, defence / defense, programme / program, practise /
+# practice, mould / mold, ageing / aging). A pair of
+# breame's table that differs otherwise is two words it mapped (philtre / filter, groyne / groin,
+# gauge / gage, draught / draft) or a slip of the table (tranquilly / tranquility).
+_SPELLINGS = (("our", "or"), ("ou", "o"), ("s", "z"), ("tre", "ter"), ("bre", "ber"), ("ll", "l"), ("l", "ll"),
+              ("ae", "e"), ("oe", "e"), ("ogue", "og"), ("ue", ""), ("ence", "ense"), ("mme", "m"), ("s", "c"),
+              ("eing", "ing"))
+# Regular pairs that are two words all the same: a metric tonne (1,000 kg) against a short ton
+# (907 kg); a prologue against Prolog, a language; "analyses" is also the plural of analysis.
+_TWO_WORDS = frozenset({"tonne", "tonnes", "prologue", "prologues", "analyses"})
 
 
 def _spelt_apart(x: str, y: str) -> bool:
     """One word as British and American English spell it ("practise" / "practice", "colours" /
-    "colors"); the dictionary holds both, so no slip rule would take them."""
-    return not _OTHER_UNIT & {x, y} and (get_american_spelling(x) == y or get_american_spelling(y) == x)
+    "colors"): a pair of ``breame``'s table that differs in a regular way; the dictionary holds
+    both, so no slip rule would take them."""
+    if _TWO_WORDS & {x, y}:
+        return False
+    british, american = (x, y) if get_american_spelling(x) == y else (y, x) if get_american_spelling(y) == x \
+        else (None, None)
+    if british is None:
+        return False
+    return any(british[:i] + us + british[i + len(gb):] == american
+               for gb, us in _SPELLINGS for i in range(len(british)) if british.startswith(gb, i))
 
 
 def _typo(ta: Sequence[str], i: int, tb: Sequence[str], j: int) -> bool:
