@@ -357,9 +357,9 @@ def _droppable(seq: Sequence[str], k: int) -> bool:
 # The regular ways British and American spellings differ (colour / color, organise / organize,
 # analyse / analyze, centre / center, fibre / fiber, travelled / traveled, fulfil / fulfill,
 # anaemia / anemia, catalogue / catalog, defence / defense, programme / program, practise /
-# practice, mould / mold, ageing / aging). A pair of
-# breame's table that differs otherwise is two words it mapped (philtre / filter, groyne / groin,
-# gauge / gage, draught / draft) or a slip of the table (tranquilly / tranquility).
+# practice, mould / mold, ageing / aging). A pair of breame's table that differs otherwise is two
+# words it mapped (philtre / filter, groyne / groin, gauge / gage, draught / draft) or a slip of
+# the table (tranquilly / tranquility).
 _SPELLINGS = (("our", "or"), ("ou", "o"), ("s", "z"), ("tre", "ter"), ("bre", "ber"), ("ll", "l"), ("l", "ll"),
               ("ae", "e"), ("oe", "e"), ("ogue", "og"), ("ue", ""), ("ence", "ense"), ("mme", "m"), ("s", "c"),
               ("eing", "ing"))
