@@ -73,6 +73,13 @@ def ask(cache, text: str, session: str, answer: str):
     return found
 
 
+def opposite_actions(a: str, b: str) -> bool:
+    """Whether the rules read two requests as asking opposite actions (``tags.action_sides``)."""
+    from smartcache.context import normalize_text
+    from smartcache.fingerprint.tags import action_sides
+    return any(p * q < 0 for p, q in zip(action_sides(normalize_text(a)), action_sides(normalize_text(b))))
+
+
 def remember(cache: SmartCache, messages: list, answer: str, *, session: str = "s1", **kw) -> str:
     """Store an answer and promote it, as if its window passed without complaint."""
     result = cache.store(messages, answer, session=session, **kw)

@@ -11,13 +11,12 @@ import dataclasses
 
 import pytest
 
-from smartcache.context import normalize_text
 from smartcache.decide import Zone
 from smartcache.decide.near_exact import near_repeat
 from smartcache.fingerprint.lexicon import antonym_pairs
 from smartcache.fingerprint.tags import action_sides
 
-from conftest import U, remember
+from conftest import U, opposite_actions, remember
 
 REVERSED = [
     ("How do I back up my Signal messages?", "How do I restore my Signal messages from a backup?"),
@@ -54,18 +53,14 @@ SAME_SIDE = [
 ]
 
 
-def _opposite(a: str, b: str) -> bool:
-    return any(p * q < 0 for p, q in zip(action_sides(normalize_text(a)), action_sides(normalize_text(b))))
-
-
 @pytest.mark.parametrize("a, b", REVERSED)
 def test_an_inverse_operation_is_an_opposite_action(a, b):
-    assert _opposite(a, b)
+    assert opposite_actions(a, b)
 
 
 @pytest.mark.parametrize("a, b", SAME_SIDE)
 def test_the_same_operation_reworded_is_not(a, b):
-    assert not _opposite(a, b)
+    assert not opposite_actions(a, b)
 
 
 @pytest.mark.parametrize("a, b", [REVERSED[0], REVERSED[2], REVERSED[9], REVERSED[10]])

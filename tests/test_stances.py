@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from smartcache.context import normalize_text
 from smartcache.decide import Zone
-from smartcache.fingerprint.tags import action_sides
 
-from conftest import U, remember
+from conftest import U, opposite_actions, remember
 
 REVERSED = [
     ("帮我写一封接受这个offer的邮件", "帮我写一封拒绝这个offer的邮件"),
@@ -34,18 +32,14 @@ SAME_STANCE = [
 ]
 
 
-def _opposite(a: str, b: str) -> bool:
-    return any(p * q < 0 for p, q in zip(action_sides(normalize_text(a)), action_sides(normalize_text(b))))
-
-
 @pytest.mark.parametrize("a, b", REVERSED)
 def test_a_reversed_stance_is_an_opposite_action(a, b):
-    assert _opposite(a, b)
+    assert opposite_actions(a, b)
 
 
 @pytest.mark.parametrize("a, b", SAME_STANCE)
 def test_the_same_stance_reworded_is_not(a, b):
-    assert not _opposite(a, b)
+    assert not opposite_actions(a, b)
 
 
 @pytest.mark.parametrize("a, b", REVERSED[:2] + REVERSED[5:7])
