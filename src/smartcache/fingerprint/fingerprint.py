@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -106,6 +108,18 @@ class Fingerprint:
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
+_POOL: tuple[int, ThreadPoolExecutor] | None = None
+
+
+def _reading_pool() -> ThreadPoolExecutor:
+    """Threads that read requests' words beside the encoder, one a core; made again in a forked
+    child, which inherits the object but not its threads."""
+    global _POOL
+    if _POOL is None or _POOL[0] != os.getpid():
+        _POOL = (os.getpid(), ThreadPoolExecutor(os.cpu_count() or 2, thread_name_prefix="smartcache-read"))
+    return _POOL[1]
+
+
 @lru_cache(maxsize=50_000)
 def turn_facts(cased: str) -> tuple[str, ...]:
     """The entity keys of one prior turn, in order, once each. Memoised: a conversation resends
@@ -126,15 +140,12 @@ class Fingerprinter:
         # Entities are read case-preserving (camelCase, proper nouns); values come out lower-cased.
         resolved_cased = resolve_references(view.current_cased, cased_history)
         resolved = resolved_cased.lower()
-        entities = tuple(e.key for e in extract_entities(resolved_cased))
-        # Each prior turn's entities are read once (``turn_facts`` memoises them): a conversation
-        # resends its history with every request.
-        context_entities = frozenset(key for text in cased_history for key in turn_facts(text))
-        turn_domain = intent_domain(resolved)
-        context_domain = intent_domain(" ".join([view.first_topic, *history_texts])) if view.has_context else "general"
-        domain = context_domain if turn_domain == "general" else turn_domain
-        texts = [resolved, *history_texts]
-        vectors = self.encoder.encode(texts)
+        # The words are read on another thread while this one runs the forward, which lets go
+        # of the GIL: the two were a lookup's largest serial costs. (The other way round the
+        # reader would hold the GIL and the forward could not start until it let go.)
+        reading = _reading_pool().submit(self._read, view, resolved_cased, resolved, history_texts, cased_history)
+        vectors = self.encoder.encode([resolved, *history_texts])
+        signature, time_sensitive, turn_domain, context_domain = reading.result()
         turn_vector = vectors[0]
         context_vector = None
         topic_similarity = None
@@ -143,6 +154,27 @@ class Fingerprinter:
             ctx = (weights[:, None] * vectors[1:]).sum(axis=0)
             context_vector = (ctx / max(float(np.linalg.norm(ctx)), 1e-12)).astype(np.float32)
             topic_similarity = float((vectors[1:][-3:] @ turn_vector).max())
+        return Fingerprint(
+            signature=signature,
+            turn_vector=turn_vector,
+            context_vector=context_vector,
+            time_sensitive=time_sensitive,
+            topic_switch=self._topic_switch(view, topic_similarity, turn_domain, context_domain),
+            topic_similarity=topic_similarity,
+            view=view,
+        )
+
+    @staticmethod
+    def _read(view: ContextView, resolved_cased: str, resolved: str, history_texts: list[str],
+              cased_history: list[str]) -> tuple[Signature, bool, str, str]:
+        """Everything the rules read from the request's words (no vectors)."""
+        entities = tuple(e.key for e in extract_entities(resolved_cased))
+        # Each prior turn's entities are read once (``turn_facts`` memoises them): a conversation
+        # resends its history with every request.
+        context_entities = frozenset(key for text in cased_history for key in turn_facts(text))
+        turn_domain = intent_domain(resolved)
+        context_domain = intent_domain(" ".join([view.first_topic, *history_texts])) if view.has_context else "general"
+        domain = context_domain if turn_domain == "general" else turn_domain
         signature = Signature(
             text=resolved,
             domain=domain,
@@ -160,15 +192,8 @@ class Fingerprinter:
             # The whole turn is read for facts and dropped: an entry keeps only the excerpt.
             turns=tuple(replace(r, facts=() if r.chatter else turn_facts(r.cased), cased="") for r in view.records),
         )
-        return Fingerprint(
-            signature=signature,
-            turn_vector=turn_vector,
-            context_vector=context_vector,
-            time_sensitive=is_time_sensitive(view.current),
-            topic_switch=self._topic_switch(view, topic_similarity, turn_domain, context_domain),
-            topic_similarity=topic_similarity,
-            view=view,
-        )
+        time_sensitive = is_time_sensitive(view.current)
+        return signature, time_sensitive, turn_domain, context_domain
 
     def _topic_switch(self, view: ContextView, similarity: float | None, turn_domain: str,
                       context_domain: str) -> bool:
