@@ -81,15 +81,23 @@ def diff(a: Sequence[Hashable], b: Sequence[Hashable]) -> Diff:
     return Diff(tuple(matcher.get_opcodes()), tuple(matcher.get_matching_blocks()))
 
 
-def _weight(tokens: Sequence[str]) -> int:
-    # A synonym placeholder stands for a word, so it weighs as two characters.
-    return sum(2 if "\ue000" <= t <= "\uf8ff" else 1 for t in tokens)
+@lru_cache(maxsize=16384)
+def _running_weight(tokens: tuple[str, ...]) -> tuple[int, ...]:
+    """The weight of every prefix of ``tokens`` (0 first), so a block's weight is two look-ups.
+    A synonym placeholder stands for a word, so it weighs as two characters. Memoised: the
+    rules weigh the same request's tokens against every candidate."""
+    out, total = [0], 0
+    for t in tokens:
+        total += 2 if "\ue000" <= t <= "\uf8ff" else 1
+        out.append(total)
+    return tuple(out)
 
 
 def _common_share(ta: Sequence[str], tb: Sequence[str]) -> float:
     ta, tb = tuple(ta), tuple(tb)
-    common = sum(_weight(ta[b.a:b.a + b.size]) for b in diff(ta, tb).blocks)
-    return common / max(_weight(ta), _weight(tb), 1)
+    wa, wb = _running_weight(ta), _running_weight(tb)
+    common = sum(wa[b.a + b.size] - wa[b.a] for b in diff(ta, tb).blocks)
+    return common / max(wa[-1], wb[-1], 1)
 
 
 
