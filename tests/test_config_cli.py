@@ -31,7 +31,7 @@ def test_defaults_have_thresholds_for_every_encoder():
         assert table.default.hit > table.default.half_hit
     use = cfg.table_for("use-multilingual")
     assert use.for_domain("code", tier_of("code")).hit > use.for_domain("travel", tier_of("travel")).hit
-    assert {"medical", "legal", "finance"} <= cfg.disabled_domains
+    assert {"medical", "legal", "finance"} <= cfg.repeat_only_domains and not cfg.disabled_domains
 
 
 SECTIONS = [(CacheConfig, None), (LifecycleConfig, "lifecycle"), (StoreConfig, "store"), (AuthConfig, "auth"),
@@ -68,6 +68,7 @@ def test_section_defaults_are_what_load_config_builds():
     (SqliteStore, "synchronous", "store.synchronous"),
     (RedisStore, "prefix", "store.prefix"),
     (Decider, "disabled_domains", "disabled_domains"),
+    (Decider, "repeat_only_domains", "repeat_only_domains"),
 ], ids=lambda v: v if isinstance(v, str) else v.__name__)
 def test_the_parts_keyword_defaults_are_the_packaged_ones(part, param, key):
     value = DEFAULTS

@@ -161,8 +161,49 @@ def test_a_question_about_now_after_a_colon_is_still_time_sensitive(cache, text)
     assert cache.store([U(text)], "…", session="s1").reason == "time_sensitive"
 
 
-@pytest.mark.parametrize("text", ["这个药一天吃几次", "合同违约金一般怎么算", "What dosage of ibuprofen is safe?"])
-def test_high_risk_domains_are_off_by_default(cache, text):
+HIGH_RISK = [("这个药一天吃几次", "这个药每天吃几次比较好", "这个药一天吃几次呢"),
+             ("合同违约金一般怎么算", "合同的违约金通常是如何计算的", "合同违约金一般怎么算？"),
+             ("What dosage of ibuprofen is safe?", "What is a safe dosage of ibuprofen?",
+              "What dosage of ibuprofen is safe")]
+
+
+@pytest.mark.parametrize("asked, reworded, again", HIGH_RISK, ids=lambda v: v[:12])
+def test_high_risk_domains_serve_a_repeat_and_never_a_paraphrase(cache, asked, reworded, again):
+    """Medical, legal and financial answers are stored and served again to the same request
+    (word for word, or but for punctuation and courtesy, after the same history); a rewording
+    is a miss that says why, whatever the rules and the verifier would make of it."""
+    cached = remember(cache, [U(asked)], "…")
+    hit = cache.lookup([U(again)], session="s1")
+    assert hit.zone is Zone.HIT and hit.entry.cache_id == cached, hit.reasons
+    assert hit.has_reason("exact_match") or hit.has_reason("near_exact_match"), hit.reasons
+    refused = cache.lookup([U(reworded)], session="s1")
+    assert refused.zone is Zone.MISS and refused.answer is None and refused.has_reason("repeats_only"), refused.reasons
+
+
+def test_a_high_risk_answer_is_no_candidate_for_a_request_tagged_otherwise(cache):
+    """A rewording the tags read as another domain ("general" reads every domain's entries)
+    is not offered the high-risk entry at all."""
+    remember(cache, [U("What dosage of ibuprofen is safe?")], "…")
+    decision = cache.lookup([U("How much ibuprofen can I safely take?")], session="s1")
+    assert decision.zone is Zone.MISS and decision.answer is None
+    assert decision.has_reason("no_candidate"), decision.reasons
+
+
+def test_repeat_only_domains_are_the_operators_list(make_cache):
+    """Here on the rules-only path, which serves this paraphrase (see above)."""
+    ask = [SYSTEM, U("周末去杭州玩三天，预算五千以内，帮我排个行程")]
+    reworded = [SYSTEM, U("周末去杭州玩3天，预算5000以内，帮我排一下行程")]
+    plain, strict = make_cache(use_verifier=False), make_cache(use_verifier=False, repeat_only_domains=["travel"])
+    for cache in (plain, strict):
+        remember(cache, ask, "…")
+        assert cache.lookup(ask, session="s1").zone is Zone.HIT
+    assert plain.lookup(reworded, session="s1").zone is Zone.HIT
+    assert strict.lookup(reworded, session="s1").has_reason("repeats_only")
+
+
+@pytest.mark.parametrize("text", ["这个药一天吃几次", "What dosage of ibuprofen is safe?"])
+def test_a_disabled_domain_is_neither_stored_nor_served(make_cache, text):
+    cache = make_cache(disabled_domains=["medical"])
     assert cache.store([U(text)], "…", session="s1").reason == "domain_disabled"
     assert cache.lookup([U(text)], session="s1").has_reason("domain_disabled")
 

@@ -110,3 +110,14 @@ def test_the_packaged_model_is_parsed_once_and_read_only() -> None:
     assert first is second      # every cache of the process shares it
     with pytest.raises(ValueError):
         first.threshold[0, 0] = 0.0
+
+
+@pytest.mark.parametrize("context", [True, False])
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_uncalibrated_high_risk_tier_is_never_served_below_a_calibrated_one(context, lang):
+    """An operator who serves medical or finance paraphrases (``repeat_only_domains = []``)
+    gets the strictest point there is, not the pooled one below the low tier's."""
+    model = TreeVerifier.load(None)
+    high = model.operating_point("high", context, lang)
+    assert high >= max(model.operating_point(t, c, lang) for t in ("low", "medium") for c in (True, False))
+    assert high == max(model.operating_point("high", c, lang) for c in (True, False))

@@ -188,6 +188,7 @@ class SmartCache:
         verifier = TreeVerifier.load(self.config.verifier_path or None, features=FEATURES) \
             if self.config.use_verifier else None
         self.decider = Decider(self.config.table_for(base.name), disabled_domains=self.config.disabled_domains,
+                               repeat_only_domains=self.config.repeat_only_domains,
                                validate=self.config.use_validation,
                                switches=Switches(tags=self.config.use_tags,
                                                  change_detection=self.config.use_change_detection,

@@ -112,7 +112,8 @@ class CacheConfig:
     store: StoreConfig
     auth: AuthConfig
     learning: LearningConfig
-    disabled_domains: frozenset[str]   # never served from cache (high-risk domains)
+    disabled_domains: frozenset[str]   # never served from cache, never stored
+    repeat_only_domains: frozenset[str]   # served only as a repeat (the exact and near-exact paths): high-risk
     top_k: int
     topic_threshold: float
     memo_size: int
@@ -162,6 +163,7 @@ def _build(data: Mapping[str, Any]) -> CacheConfig:
             auth=AuthConfig(**dict(data["auth"])),
             learning=_learning(data["learning"]),
             disabled_domains=frozenset(data["disabled_domains"]),
+            repeat_only_domains=frozenset(data["repeat_only_domains"]),
             top_k=int(data["top_k"]),
             topic_threshold=float(data["topic_threshold"]),
             memo_size=int(data["memo_size"]),

@@ -83,10 +83,12 @@ class Decider:
     # The config's list, not HIGH_RISK_DOMAINS: that constant classifies risk tiers, this one is a setting.
     def __init__(self, table: ThresholdTable, *,
                  disabled_domains: Iterable[str] = frozenset(DEFAULTS["disabled_domains"]),
+                 repeat_only_domains: Iterable[str] = frozenset(DEFAULTS["repeat_only_domains"]),
                  validate: bool = True, switches: Switches = ALL_RULES,
                  verifier: TreeVerifier | None = None) -> None:
         self.table = table
         self.disabled_domains = frozenset(disabled_domains)
+        self.repeat_only_domains = frozenset(repeat_only_domains)
         self.validate = validate
         self.switches = switches
         self.verifier = verifier
@@ -136,6 +138,11 @@ class Decider:
         """``decide`` for a request the gate let through (the caller ran ``gate`` already).
         ``policy``: the tenant's learned serving point, in place of the packaged one."""
         reasons: list[Reason] = []
+        if self.repeat_only_domains:
+            candidates = self._repeats_only(fp, candidates)
+            if candidates is None:
+                return Decision(Zone.MISS, (Reason(R.REPEATS_ONLY, f"{fp.signature.domain!r} is served only as a "
+                                                   "repeat of the same request, and this is none"),), candidates=0)
         if fp.topic_switch and self.switches.change_detection:
             # The history no longer applies: only context-free (global) entries stay in play, and
             # those cached after this very history (the same conversation: a topic switch is
@@ -182,6 +189,19 @@ class Decider:
                             Scores(verdict.turn, verdict.context), candidates=len(candidates))
         return Decision(Zone.MISS, tuple(reasons) + (Reason(R.NO_CANDIDATE, "nothing cached in this scope"),),
                         candidates=0)
+
+    def _repeats_only(self, fp: Fingerprint, candidates: Sequence[ScoredEntry]) -> list[ScoredEntry] | None:
+        """The candidates a high-risk answer may come from (``repeat_only_domains``). The exact
+        and near-exact paths ran before: here a request of such a domain keeps only an entry of
+        the same words after the same history (None when there is none), and any other request
+        loses the entries of those domains. A paraphrase's answer may hold a dose, a clause or a
+        rate that is not this request's, which no evidence here can check."""
+        if fp.signature.domain not in self.repeat_only_domains:
+            return [c for c in candidates if c.entry.domain not in self.repeat_only_domains]
+        words = request_words(fp.signature.text)
+        same = [c for c in candidates if request_words(c.entry.signature.text) == words
+                and c.entry.prefix_hash == fp.signature.history_hash]
+        return same or None
 
     def evidence(self, fp: Fingerprint, candidates: Sequence[ScoredEntry], limits: Thresholds
                  ) -> tuple[list[Evidence], list[ScoredEntry]]:

@@ -40,6 +40,7 @@ class ReasonCode(enum.StrEnum):
     # gate: decided before any candidate is weighed
     TIME_SENSITIVE = "time_sensitive", "gate", "the answer depends on the current time; never served from cache"
     DOMAIN_DISABLED = "domain_disabled", "gate", "caching is turned off for the request's domain"
+    REPEATS_ONLY = "repeats_only", "gate", "a high-risk domain: only a repeat of the same request is served, never a paraphrase"
     TURN_TOO_LONG = "turn_too_long", "gate", "the turn is longer than context.max_turn_chars; never served or stored"
     RESET = "reset", "gate", "the user restarts the conversation"
     CORRECTION = "correction", "gate", "the user corrects an earlier answer"

@@ -110,12 +110,20 @@ class TreeVerifier:
     def operating_point(self, tier: str, context: bool = True, lang: str = "") -> float:
         """The P(same) a hit needs, as calibrated by ``smartcache train``: per risk tier, for a
         request with a history or without (``"low"`` / ``"low:single"``), per language where
-        calibrated (``"low@en"``); else the kind's pooled point, else the strictest."""
+        calibrated (``"low@en"``); else the kind's pooled point, else the strictest. The high-risk
+        tier, where not calibrated, takes the strictest point there is for the language."""
         points = self.meta.get("operating_points", {})
         key = tier if context else f"{tier}:single"
-        for name in (f"{key}@{lang}", key, "context" if context else "single"):
+        for name in (f"{key}@{lang}", key):
             if name in points:
                 return float(points[name])
+        if tier == "high":
+            # Never calibrated (too few rows): the strictest point the model has for the
+            # language, never the pooled one, which sits below every calibrated tier's.
+            return max([float(v) for name, v in points.items() if name.partition("@")[2] in ("", lang)]
+                       + [float(points.get("default", 0.999))])
+        if (pooled := "context" if context else "single") in points:
+            return float(points[pooled])
         return float(points.get("default", 0.999))
 
     # -- serialisation ------------------------------------------------------------------
