@@ -17,6 +17,7 @@ from smartcache.decide import swaps, tokens
 from smartcache.decide.evidence import FEATURES, gather
 from smartcache.decide.verifier import COMPLETE_DEPTH, TreeVerifier
 from smartcache.eval import load_cases
+from smartcache.fingerprint.fingerprint import turn_facts
 from conftest import remember
 
 DEVSETS = Path(__file__).resolve().parent.parent / "docs" / "eval" / "devset"
@@ -146,6 +147,37 @@ def test_the_memoised_diff_is_sequence_matchers():
         assert tokens.diff("".join(a), "".join(b)).opcodes == found.opcodes
 
 
+def test_the_common_share_is_the_blocks_weight_summed_slice_by_slice():
+    """``_common_share`` from memoised running sums against the sum over each block's slice,
+    with synonym placeholders (weight 2) among the tokens."""
+    def weight(ts):
+        return sum(2 if "\ue000" <= t <= "\uf8ff" else 1 for t in ts)
+    rng = np.random.default_rng(5)
+    alphabet = list("abcdef") + ["\ue000", "\ue003", "\uf8ff", "how", "\ue0ff"]
+    for _ in range(1000):
+        a = tuple(rng.choice(alphabet, rng.integers(0, 12)))
+        b = tuple(rng.choice(alphabet, rng.integers(0, 12)))
+        blocks = difflib.SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks()
+        expected = sum(weight(a[m.a:m.a + m.size]) for m in blocks) / max(weight(a), weight(b), 1)
+        assert tokens._common_share(a, b) == expected
+        assert tokens._common_share(list(a), list(b)) == expected
+
+
+def test_requests_read_on_many_threads_read_as_one_by_one(make_cache):
+    """The fingerprint reads the words on a pool thread beside the encoder; many lookups at
+    once (the gateway's threads) must read each request as it is read alone."""
+    from concurrent.futures import ThreadPoolExecutor
+    cache = make_cache(memo_size=0)     # USE pads a batch: a text's vector moves a little with its batch-mates
+    probes = [case.probe for name in ("zh-a", "en-a", "history-a") for case in load_cases(DEVSETS / f"{name}.jsonl")[:24]]
+    alone = [cache.fingerprint(p)[0] for p in probes]
+    turn_facts.cache_clear()
+    with ThreadPoolExecutor(8) as pool:
+        together = list(pool.map(lambda p: cache.fingerprint(p)[0], probes))
+    for a, b in zip(alone, together):
+        assert a.signature == b.signature and a.topic_switch == b.topic_switch and a.time_sensitive == b.time_sensitive
+        assert np.allclose(a.turn_vector, b.turn_vector, atol=1e-6)
+
+
 def roles_swapped_reference(a: str, b: str, nouns: tuple[str, ...]) -> tuple[str, str] | None:
     """``_roles_swapped`` as it was before its early exit and compiled patterns."""
     a, b = a.lower(), b.lower()
@@ -203,7 +235,8 @@ def evidence_key(found) -> tuple:
 
 
 def clear_memos() -> None:
-    for memo in (side_module._memoised, side_module._memoised_long, tokens.diff, tokens._tokens):
+    for memo in (side_module._memoised, side_module._memoised_long, tokens.diff, tokens._tokens,
+                 tokens._running_weight):
         memo.cache_clear()
 
 
