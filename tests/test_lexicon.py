@@ -32,7 +32,7 @@ def uses(lex: Lexicon, c: Concept) -> list[str]:
     out += ["antonym"] if c.name in lex.antonym_names() else []
     out += ["pairs"] if c.pairs else []
     out += [c.kind] if c.kind in ("filler", "question", "common", "constraint") else []
-    out += ["near_exact"] if c.kind in ("courtesy", "courtesy_inner", "courtesy_lead", "confusable") else []
+    out += ["near_exact"] if c.kind in ("courtesy", "courtesy_inner", "courtesy_lead", "confusable", "asking") else []
     return out
 
 

@@ -175,6 +175,30 @@ DIFFERENT += [
 ]
 
 
+# A 吗 closing a clause that a question word already makes a question (lexicon kind "asking"),
+# and where it is the only thing that asks, or the word is a statement's (没什么, 什么都, 几乎).
+SAME += [
+    ("背单词有什么好方法吗，求指教", "背单词有什么好方法"),
+    ("这个报错是什么意思吗", "这个报错是什么意思"),
+    ("iPhone怎么截长图吗？", "iPhone怎么截长图"),
+    ("成都有哪些好玩的地方吗", "成都有哪些好玩的地方"),
+    ("一个月的房租一般多少吗", "一个月的房租一般多少"),
+    ("有没有适合新手的吉他教程吗", "有没有适合新手的吉他教程"),
+    ("为什么猫喜欢踩奶吗", "为什么猫喜欢踩奶"),
+]
+DIFFERENT += [
+    ("明天他会来吗", "明天他会来"),
+    ("我吃什么都可以吗", "我吃什么都可以"),
+    ("这个没什么问题吗", "这个没什么问题"),
+    ("这几乎不可能吗", "这几乎不可能"),
+    ("他不怎么喝酒吗", "他不怎么喝酒"),
+    ("这里多少有点贵吗", "这里多少有点贵"),
+    ("你去哪儿都带着它吗", "你去哪儿都带着它"),
+    ("怎么去机场，打车可以吗", "怎么去机场，打车可以"),
+    ("这个药能和酒一起吃吗", "这个药能和酒一起吃"),
+]
+
+
 @pytest.mark.parametrize("a, b", SAME)
 def test_a_slip_or_a_courtesy_is_the_same_request(a, b):
     assert near_exact(normalize_text(a), normalize_text(b)) is not None

@@ -56,7 +56,7 @@ from breame.spelling import get_american_spelling
 from rapidfuzz.distance import OSA, Levenshtein
 
 from smartcache.fingerprint import ChangeFlag, Signature
-from smartcache.fingerprint.lexicon import concepts_of_kind, word_opposites, words_of_kind
+from smartcache.fingerprint.lexicon import asking_parts, concepts_of_kind, word_opposites, words_of_kind
 
 # A "+" or "#" glued to a word or a number is part of it: C++ and C#, Disney+, an A+ grade, "5+
 # years" name other things than C, Disney, an A and 5.
@@ -139,10 +139,24 @@ def _tokens_of(text: str) -> tuple[str, ...]:
         clauses[0] = _AFTER_COURTESY.sub("", clauses[0])
     while len(clauses) > 1 and _is_courtesy(clauses[-1]):
         clauses = clauses[:-1]
+    clauses = [_asked(c) for c in clauses]
     return tuple(_drop_inner(_drop_lead([t.replace("'", "") for t in _TOKEN.findall(" ".join(clauses))])))
 
 
 _short_tokens = functools.lru_cache(maxsize=8192)(_tokens_of)
+_CLOSING_MA = re.compile(r"吗[\s啊呀呢哈]*$")
+
+
+@functools.lru_cache(maxsize=1)
+def _asking() -> re.Pattern[str]:
+    return re.compile("|".join(asking_parts()))
+
+
+def _asked(clause: str) -> str:
+    """A clause without the 吗 that closes it where a question word already asks (有什么好方法吗
+    is 有什么好方法; lexicon kind ``asking``); a clause that only 吗 makes a question keeps it."""
+    closing = _CLOSING_MA.search(clause)
+    return clause[:closing.start()] if closing and _asking().search(clause[:closing.start()]) else clause
 
 
 def _drop_lead(out: list[str]) -> list[str]:

@@ -23,7 +23,7 @@ from smartcache.errors import ConfigError
 
 LANGUAGES = ("zh", "en")      # the order the tables are built in
 KINDS = frozenset({"synonyms", "action", "antonym", "opposites", "filler", "question", "common",
-                   "constraint", "courtesy", "courtesy_inner", "courtesy_lead", "confusable"})
+                   "constraint", "courtesy", "courtesy_inner", "courtesy_lead", "confusable", "asking"})
 USES = ("synonyms", "action", "antonym")   # the uses a member can be left out of (``not_in``)
 _KEYS = frozenset({"kind", "words", "patterns", "opposite", "pairs", "synonyms", "form", "not_in", "examples", "since"})
 
@@ -37,7 +37,7 @@ class Concept:
     name: str
     kind: str
     words: tuple[str, ...]            # "stem*": any word starting so, in action classes only
-    patterns: tuple[str, ...] = ()    # regexes, for what a word list cannot say; action / antonym / constraint
+    patterns: tuple[str, ...] = ()    # regexes, for what a word list cannot say; action / antonym / constraint / asking
     opposite: str | None = None       # the concept of the same file that asks the opposite
     pairs: tuple[Pair, ...] = ()      # single words whose swap for each other asks the opposite
     synonyms: bool = False            # the words also stand for each other in the diff
@@ -50,7 +50,7 @@ class Concept:
     def members(self, use: str) -> tuple[str, ...]:
         """The words (and, for the regex uses, patterns) of one use, in file order."""
         left_out = dict(self.not_in).get(use, frozenset())
-        items = self.words + (self.patterns if use in ("action", "antonym", "constraint") else ())
+        items = self.words + (self.patterns if use in ("action", "antonym", "constraint", "asking") else ())
         return tuple(m for m in items if m not in left_out)
 
 
@@ -237,6 +237,12 @@ def constraint_openers() -> list[str]:
     (``decide.appended``)."""
     return [p for lex in lexicons() for c in lex.concepts if c.kind == "constraint"
             for p in _regex_parts(c, "constraint")]
+
+
+def asking_parts() -> list[str]:
+    """Regex parts of what makes a clause a question by itself (什么, 如何; not 没什么, 什么都),
+    both languages (``decide.near_exact``: a 吗 closing such a clause adds nothing)."""
+    return [p for lex in lexicons() for c in lex.concepts if c.kind == "asking" for p in _regex_parts(c, "asking")]
 
 
 def _regex_parts(concept: Concept, use: str) -> list[str]:
