@@ -545,7 +545,12 @@ def _ime_slip(ta: Sequence[str], i: int, tb: Sequence[str], j: int) -> bool:
     span_a, span_b = _word_around("".join(ta), at_a), _word_around("".join(tb), at_b)
     long_a, long_b = span_a[1] - span_a[0] > 1, span_b[1] - span_b[0] > 1
     if long_a and long_b:
-        return False
+        # Two words in one place are two words (期中 / 期终, 期中考试 / 期终|考试). Where the slip
+        # joins a neighbour into a word across the other's boundary instead (加|索引 / 加锁|引),
+        # one reading is broken, the slip's: the very syllable and tone only.
+        (a0, a1), (b0, b1) = span_a, span_b
+        crossing = a0 < b0 < a1 < b1 or b0 < a0 < b1 < a1
+        return crossing and bool(_sounds(x, fuzzy=False) & _sounds(y, fuzzy=False))
     # Where a dictionary word breaks on one side, the syllable alone and the IME's fuzzy initials
     # and finals; else the very syllable and tone.
     return bool(_sounds(x, fuzzy=long_a or long_b) & _sounds(y, fuzzy=long_a or long_b))
