@@ -381,3 +381,19 @@ def test_contradictions_read_the_requests_dates_only_when_the_answer_names_one()
         for answer in answers:
             assert contradictions(history + [turn], answer) == check_answer(constraints_of(history + [turn]), answer)
     assert any(contradictions([t], a) for t in turns for a in answers if "date" in " ".join(contradictions([t], a)))
+
+
+def test_a_request_read_where_the_pool_cannot_take_it_is_read_on_the_calling_thread(make_cache, monkeypatch):
+    """After the interpreter began shutting down the pool refuses work, and a pool thread never
+    waits on its own pool: both read on the calling thread, to the same fingerprint."""
+    from concurrent.futures import ThreadPoolExecutor
+    from smartcache.fingerprint import fingerprint as module
+    cache = make_cache(memo_size=0)
+    probe = [{"role": "user", "content": "周末去杭州玩三天，预算五千以内，帮我排个行程"}]
+    expected = cache.fingerprint(probe)[0].signature
+    closed = ThreadPoolExecutor(1)
+    closed.shutdown()
+    monkeypatch.setattr(module, "_pool", closed)
+    assert cache.fingerprint(probe)[0].signature == expected
+    with ThreadPoolExecutor(1, thread_name_prefix=module._READER) as pool:
+        assert pool.submit(lambda: cache.fingerprint(probe)[0].signature).result() == expected

@@ -183,10 +183,50 @@ def test_high_risk_domains_serve_a_repeat_and_never_a_paraphrase(cache, asked, r
 def test_a_high_risk_answer_is_no_candidate_for_a_request_tagged_otherwise(cache):
     """A rewording the tags read as another domain ("general" reads every domain's entries)
     is not offered the high-risk entry at all."""
+    assert cache.fingerprint([U("How much ibuprofen can I safely take?")])[0].signature.domain == "general"
     remember(cache, [U("What dosage of ibuprofen is safe?")], "…")
     decision = cache.lookup([U("How much ibuprofen can I safely take?")], session="s1")
     assert decision.zone is Zone.MISS and decision.answer is None
     assert decision.has_reason("no_candidate"), decision.reasons
+
+
+def test_a_first_high_risk_request_has_no_candidate_not_a_refused_one(cache):
+    assert cache.lookup([U("这个药一天吃几次")], session="s1").has_reason("no_candidate")
+
+
+@pytest.mark.parametrize("history, other", [
+    (["我在吃降压药", "好的，请问是哪一种？"], ["我在吃降糖药", "好的，请问是哪一种？"]),
+    (["I'm 8 weeks pregnant", "Congratulations! How can I help?"], ["I'm 40 years old", "Sure, how can I help?"]),
+])
+def test_a_high_risk_repeat_after_another_history_is_no_repeat(cache, history, other):
+    """The same words after a history that differs are another request: no high-risk answer."""
+    turn = U("这个药一天吃几次" if history[0][0] == "我" else "What dosage of ibuprofen is safe?")
+    messages = [U(history[0]), A(history[1]), turn]
+    remember(cache, messages, "…")
+    assert cache.lookup(messages, session="s1").zone is Zone.HIT
+    refused = cache.lookup([U(other[0]), A(other[1]), turn], session="s1")
+    assert refused.zone is not Zone.HIT and refused.answer is None, refused.reasons
+
+
+def test_a_high_risk_answer_expires_within_a_day_in_finance(cache, clock):
+    """A rate or a fee changes: finance answers live a day (medical and legal three)."""
+    ask_ = [U("What is the 30-year fixed mortgage rate?")]
+    remember(cache, ask_, "About 6.1 % this week.")
+    assert cache.lookup(ask_, session="s1").zone is Zone.HIT
+    clock.advance(2 * 86400)
+    assert cache.lookup(ask_, session="s1").zone is Zone.MISS
+
+
+def test_high_risk_answers_are_never_shared_across_users(make_cache):
+    """Proven sharing puts a question's answer in the global pool once three sessions got it;
+    never a high-risk one, which another user sees only through an admin's promotion."""
+    from conftest import ask
+    cache = make_cache()
+    for session in "abcdef":
+        ask(cache, "What dosage of ibuprofen is safe?", session, "Adults: 200-400 mg every 4-6 hours.")
+        ask(cache, "How do I reset my password?", session, "Open Settings, then Security, then Reset password.")
+    assert cache.lookup([U("How do I reset my password?")], session="z").zone is Zone.HIT
+    assert cache.lookup([U("What dosage of ibuprofen is safe?")], session="z").zone is Zone.MISS
 
 
 def test_repeat_only_domains_are_the_operators_list(make_cache):

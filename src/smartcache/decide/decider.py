@@ -198,6 +198,8 @@ class Decider:
         rate that is not this request's, which no evidence here can check."""
         if fp.signature.domain not in self.repeat_only_domains:
             return [c for c in candidates if c.entry.domain not in self.repeat_only_domains]
+        if not candidates:
+            return []       # nothing to refuse: no_candidate says so
         words = request_words(fp.signature.text)
         same = [c for c in candidates if request_words(c.entry.signature.text) == words
                 and c.entry.prefix_hash == fp.signature.history_hash]

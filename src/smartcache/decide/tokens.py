@@ -93,9 +93,14 @@ def _running_weight(tokens: tuple[str, ...]) -> tuple[int, ...]:
     return tuple(out)
 
 
+def _running(tokens: tuple[str, ...]) -> tuple[int, ...]:
+    # A long turn's sums are not kept: a 1,500-token one would hold 50 kB in the memo.
+    return _running_weight(tokens) if len(tokens) <= 200 else _running_weight.__wrapped__(tokens)
+
+
 def _common_share(ta: Sequence[str], tb: Sequence[str]) -> float:
     ta, tb = tuple(ta), tuple(tb)
-    wa, wb = _running_weight(ta), _running_weight(tb)
+    wa, wb = _running(ta), _running(tb)
     common = sum(wa[b.a + b.size] - wa[b.a] for b in diff(ta, tb).blocks)
     return common / max(wa[-1], wb[-1], 1)
 

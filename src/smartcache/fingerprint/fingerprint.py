@@ -10,9 +10,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from typing import Callable, TypeVar
 
 import numpy as np
 
@@ -108,16 +110,38 @@ class Fingerprint:
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-_POOL: tuple[int, ThreadPoolExecutor] | None = None
+T = TypeVar("T")
+_READER = "smartcache-read"
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
 
 
-def _reading_pool() -> ThreadPoolExecutor:
-    """Threads that read requests' words beside the encoder, one a core; made again in a forked
-    child, which inherits the object but not its threads."""
-    global _POOL
-    if _POOL is None or _POOL[0] != os.getpid():
-        _POOL = (os.getpid(), ThreadPoolExecutor(os.cpu_count() or 2, thread_name_prefix="smartcache-read"))
-    return _POOL[1]
+def _forget_pool() -> None:
+    """In a forked child: the parent's pool object came along, its threads did not."""
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
+def _submit_reading(read: Callable[..., T], args: tuple) -> Future[T] | None:
+    """``read(*args)`` on a pool thread (one a core this process may use); None where the
+    caller must read itself: the caller is a pool thread, or the interpreter is shutting down
+    (the pool takes no new work then)."""
+    global _pool
+    if threading.current_thread().name.startswith(_READER):
+        return None
+    with _pool_lock:
+        if _pool is None:
+            cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 2
+            _pool = ThreadPoolExecutor(cores, thread_name_prefix=_READER)
+        pool = _pool
+    try:
+        return pool.submit(read, *args)
+    except RuntimeError:        # "cannot schedule new futures after (interpreter) shutdown"
+        return None
 
 
 @lru_cache(maxsize=50_000)
@@ -143,9 +167,11 @@ class Fingerprinter:
         # The words are read on another thread while this one runs the forward, which lets go
         # of the GIL: the two were a lookup's largest serial costs. (The other way round the
         # reader would hold the GIL and the forward could not start until it let go.)
-        reading = _reading_pool().submit(self._read, view, resolved_cased, resolved, history_texts, cased_history)
+        args = (view, resolved_cased, resolved, history_texts, cased_history)
+        reading = _submit_reading(self._read, args)
         vectors = self.encoder.encode([resolved, *history_texts])
-        signature, time_sensitive, turn_domain, context_domain = reading.result()
+        signature, time_sensitive, turn_domain, context_domain = \
+            reading.result() if reading is not None else self._read(*args)
         turn_vector = vectors[0]
         context_vector = None
         topic_similarity = None
