@@ -164,8 +164,8 @@ def test_the_common_share_is_the_blocks_weight_summed_slice_by_slice():
 
 
 def test_requests_read_on_many_threads_read_as_one_by_one(make_cache):
-    """The fingerprint reads the words on a pool thread beside the encoder; many lookups at
-    once (the gateway's threads) must read each request as it is read alone."""
+    """Many lookups at once (the gateway's threads on a store that waits) must read each
+    request as it is read alone: jieba, the memos and the encoder are shared."""
     from concurrent.futures import ThreadPoolExecutor
     cache = make_cache(memo_size=0)     # USE pads a batch: a text's vector moves a little with its batch-mates
     probes = [case.probe for name in ("zh-a", "en-a", "history-a") for case in load_cases(DEVSETS / f"{name}.jsonl")[:24]]
@@ -382,18 +382,3 @@ def test_contradictions_read_the_requests_dates_only_when_the_answer_names_one()
             assert contradictions(history + [turn], answer) == check_answer(constraints_of(history + [turn]), answer)
     assert any(contradictions([t], a) for t in turns for a in answers if "date" in " ".join(contradictions([t], a)))
 
-
-def test_a_request_read_where_the_pool_cannot_take_it_is_read_on_the_calling_thread(make_cache, monkeypatch):
-    """After the interpreter began shutting down the pool refuses work, and a pool thread never
-    waits on its own pool: both read on the calling thread, to the same fingerprint."""
-    from concurrent.futures import ThreadPoolExecutor
-    from smartcache.fingerprint import fingerprint as module
-    cache = make_cache(memo_size=0)
-    probe = [{"role": "user", "content": "周末去杭州玩三天，预算五千以内，帮我排个行程"}]
-    expected = cache.fingerprint(probe)[0].signature
-    closed = ThreadPoolExecutor(1)
-    closed.shutdown()
-    monkeypatch.setattr(module, "_pool", closed)
-    assert cache.fingerprint(probe)[0].signature == expected
-    with ThreadPoolExecutor(1, thread_name_prefix=module._READER) as pool:
-        assert pool.submit(lambda: cache.fingerprint(probe)[0].signature).result() == expected

@@ -9,12 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import threading
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Callable, TypeVar
 
 import numpy as np
 
@@ -110,40 +106,6 @@ class Fingerprint:
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-T = TypeVar("T")
-_READER = "smartcache-read"
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def _forget_pool() -> None:
-    """In a forked child: the parent's pool object came along, its threads did not."""
-    global _pool, _pool_lock
-    _pool, _pool_lock = None, threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pool)
-
-
-def _submit_reading(read: Callable[..., T], args: tuple) -> Future[T] | None:
-    """``read(*args)`` on a pool thread (one a core this process may use); None where the
-    caller must read itself: the caller is a pool thread, or the interpreter is shutting down
-    (the pool takes no new work then)."""
-    global _pool
-    if threading.current_thread().name.startswith(_READER):
-        return None
-    with _pool_lock:
-        if _pool is None:
-            cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 2
-            _pool = ThreadPoolExecutor(cores, thread_name_prefix=_READER)
-        pool = _pool
-    try:
-        return pool.submit(read, *args)
-    except RuntimeError:        # "cannot schedule new futures after (interpreter) shutdown"
-        return None
-
-
 @lru_cache(maxsize=50_000)
 def turn_facts(cased: str) -> tuple[str, ...]:
     """The entity keys of one prior turn, in order, once each. Memoised: a conversation resends
@@ -164,14 +126,15 @@ class Fingerprinter:
         # Entities are read case-preserving (camelCase, proper nouns); values come out lower-cased.
         resolved_cased = resolve_references(view.current_cased, cased_history)
         resolved = resolved_cased.lower()
-        # The words are read on another thread while this one runs the forward, which lets go
-        # of the GIL: the two were a lookup's largest serial costs. (The other way round the
-        # reader would hold the GIL and the forward could not start until it let go.)
-        args = (view, resolved_cased, resolved, history_texts, cased_history)
-        reading = _submit_reading(self._read, args)
-        vectors = self.encoder.encode([resolved, *history_texts])
-        signature, time_sensitive, turn_domain, context_domain = \
-            reading.result() if reading is not None else self._read(*args)
+        entities = tuple(e.key for e in extract_entities(resolved_cased))
+        # Each prior turn's entities are read once (``turn_facts`` memoises them): a conversation
+        # resends its history with every request.
+        context_entities = frozenset(key for text in cased_history for key in turn_facts(text))
+        turn_domain = intent_domain(resolved)
+        context_domain = intent_domain(" ".join([view.first_topic, *history_texts])) if view.has_context else "general"
+        domain = context_domain if turn_domain == "general" else turn_domain
+        texts = [resolved, *history_texts]
+        vectors = self.encoder.encode(texts)
         turn_vector = vectors[0]
         context_vector = None
         topic_similarity = None
@@ -180,27 +143,6 @@ class Fingerprinter:
             ctx = (weights[:, None] * vectors[1:]).sum(axis=0)
             context_vector = (ctx / max(float(np.linalg.norm(ctx)), 1e-12)).astype(np.float32)
             topic_similarity = float((vectors[1:][-3:] @ turn_vector).max())
-        return Fingerprint(
-            signature=signature,
-            turn_vector=turn_vector,
-            context_vector=context_vector,
-            time_sensitive=time_sensitive,
-            topic_switch=self._topic_switch(view, topic_similarity, turn_domain, context_domain),
-            topic_similarity=topic_similarity,
-            view=view,
-        )
-
-    @staticmethod
-    def _read(view: ContextView, resolved_cased: str, resolved: str, history_texts: list[str],
-              cased_history: list[str]) -> tuple[Signature, bool, str, str]:
-        """Everything the rules read from the request's words (no vectors)."""
-        entities = tuple(e.key for e in extract_entities(resolved_cased))
-        # Each prior turn's entities are read once (``turn_facts`` memoises them): a conversation
-        # resends its history with every request.
-        context_entities = frozenset(key for text in cased_history for key in turn_facts(text))
-        turn_domain = intent_domain(resolved)
-        context_domain = intent_domain(" ".join([view.first_topic, *history_texts])) if view.has_context else "general"
-        domain = context_domain if turn_domain == "general" else turn_domain
         signature = Signature(
             text=resolved,
             domain=domain,
@@ -218,8 +160,15 @@ class Fingerprinter:
             # The whole turn is read for facts and dropped: an entry keeps only the excerpt.
             turns=tuple(replace(r, facts=() if r.chatter else turn_facts(r.cased), cased="") for r in view.records),
         )
-        time_sensitive = is_time_sensitive(view.current)
-        return signature, time_sensitive, turn_domain, context_domain
+        return Fingerprint(
+            signature=signature,
+            turn_vector=turn_vector,
+            context_vector=context_vector,
+            time_sensitive=is_time_sensitive(view.current),
+            topic_switch=self._topic_switch(view, topic_similarity, turn_domain, context_domain),
+            topic_similarity=topic_similarity,
+            view=view,
+        )
 
     def _topic_switch(self, view: ContextView, similarity: float | None, turn_domain: str,
                       context_domain: str) -> bool:
