@@ -93,3 +93,29 @@ def test_a_slip_in_an_operation_word_is_still_a_repeat_and_the_inverse_never(cac
     assert found.zone is Zone.HIT and found.has_reason("near_exact_match") and found.entry.cache_id == entry
     assert not cache.lookup([U("How do I unfollow a hashtag on Instagram?")], session="s1").has_reason(
         "near_exact_match")
+
+
+# A reversing prefix written apart is the word written together (context.normalize): "un-follow"
+# read as "follow" was served the answer to "follow".
+PREFIX_APART = [
+    ("How do I subscribe to a YouTube channel?", "How do I un-subscribe from a YouTube channel?"),
+    ("How do I follow someone on Instagram?", "How do I un-follow someone on Instagram?"),
+    ("How do I connect my AirPods to my laptop?", "How do I dis-connect my AirPods from my laptop?"),
+    ("How do I activate my Facebook account?", "How do I de-activate my Facebook account?"),
+]
+
+
+@pytest.mark.parametrize("a, b", PREFIX_APART)
+def test_a_reversing_prefix_written_apart_is_the_opposite_action(cache, a, b):
+    assert opposite_actions(a, b)
+    remember(cache, [U(a)], "…")
+    assert cache.lookup([U(b)], session="s1").zone is Zone.MISS
+
+
+@pytest.mark.parametrize("together, apart", [
+    ("How do I unsubscribe from a YouTube channel?", "How do I un-subscribe from a YouTube channel?"),
+    ("How do I deactivate my Facebook account?", "How do I De-activate my Facebook account?"),
+])
+def test_the_prefix_apart_or_together_is_one_request(cache, together, apart):
+    remember(cache, [U(together)], "…")
+    assert cache.lookup([U(apart)], session="s1").zone is Zone.HIT

@@ -23,9 +23,17 @@ def test_zh_to_int(run, value):
     ("用户：开启 A 功能", "开启A功能"), ("￥5,000", "5000元"), ("星期三", "周三"), ("300 dollars", "$300"),
     # a thousands separator before a Chinese unit (a word character, so no \b after the group)
     ("预算2,390元", "预算2390元"), ("月薪12,000元", "月薪12000元"), ("1,500,000人", "1500000人"),
+    # a reversing prefix written apart
+    ("un-follow her", "unfollow her"), ("Dis-connect it", "disconnect it"), ("de-activate", "deactivate"),
 ])
 def test_equivalent_spellings_normalise_alike(a, b):
     assert normalize_text(a) == normalize_text(b)
+
+
+@pytest.mark.parametrize("text, kept", [("re-sign the lease", "re-sign"), ("set the locale to de-de", "de-de"),
+                                        ("a fun-house mirror", "fun-house"), ("non-profit", "non-profit")])
+def test_other_hyphens_stay(text, kept):
+    assert kept in normalize_text(text)
 
 
 @pytest.mark.parametrize("text", ["选1,2,3中的哪个", "1,2345", "第3,4题怎么做"])

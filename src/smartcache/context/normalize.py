@@ -9,6 +9,8 @@ more; it never drops words, because a dropped "不" is a reversed intent.
     '预算提高到8000元!'
     >>> normalize_text("How  do I  deploy it？")
     'how do i deploy it?'
+    >>> normalize_text("How do I un-subscribe? Re-sign the form")
+    'how do i unsubscribe? re-sign the form'
 
 What a reader does not see is made plain first, so that a hidden instruction is a
 difference the rules see and an invisible re-typing is none (``hidden.py``,
@@ -64,6 +66,10 @@ _CNY = [
     (re.compile(r"(?<!\d)(\d+(?:\.\d+)?)\s*(?:美元|美金|刀|usd|dollars?|bucks)(?![a-z])", re.IGNORECASE), r"$\1"),
     (re.compile(r"(?:usd|us\$)\s*(\d+(?:\.\d+)?)", re.IGNORECASE), r"$\1"),
 ]
+# A reversing prefix written apart (un-follow, dis-connect, de-activate) is the word written
+# together: the rules read "unsubscribe" as the opposite of "subscribe", and "un-subscribe" as
+# "subscribe". Not re- (re-sign is not resign), nor a two-letter rest (the locale de-de).
+_PREFIX_APART = re.compile(r"\b(un|dis|de)-(?=[a-z]{3,}\b)", re.IGNORECASE)
 # A thousands separator: a comma between a digit and a group of exactly three. Not "\b" after the
 # group: a Chinese unit is a word character, so "2,390元" kept its comma and read as 2 and 390.
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
@@ -99,6 +105,7 @@ def _normalize(text: str, *, lower: bool = True) -> str:
         # Lowering can make a look-alike the table knows (a capital Cyrillic "Һ" is not in it,
         # its small "һ" is): fold again, or a second normalisation would change the text.
         text = fold_confusables(text.lower())
+    text = _PREFIX_APART.sub(r"\1", text)
     text = _SPACE_AROUND_CJK.sub("", text)
     text = _SPACES.sub(" ", text)
     text = "\n".join(line.strip() for line in text.split("\n") if line.strip())
