@@ -121,8 +121,8 @@ def test_the_prefix_apart_or_together_is_one_request(cache, together, apart):
     assert cache.lookup([U(apart)], session="s1").zone is Zone.HIT
 
 
-# Lexicon version 4: more operations and their undoing, and undo words on older pairs' sides
-# (unhide, 取消隐藏; unblock, 取消拉黑). The packaged verifier served "plug in my monitor" to
+# Lexicon version 4: more operations and their undoing, and undo words on older pairs' English
+# sides (unhide, unblock; 取消隐藏 and 取消拉黑 were tried and taken back: 隐藏了怎么取消 asks the same). The packaged verifier served "plug in my monitor" to
 # "unplug my monitor" and "zoom in on a PDF" to "zoom out on a PDF".
 REVERSED_V4 = [
     ("How do I zoom in on a PDF?", "How do I zoom out on a PDF?"),
@@ -132,8 +132,8 @@ REVERSED_V4 = [
     ("How do I maximize a window with the keyboard?", "How do I minimize a window with the keyboard?"),
     ("How do I hide a column in Excel?", "How do I unhide a column in Excel?"),
     ("How do I block a number on my iPhone?", "How do I unblock a number on my iPhone?"),
-    ("Excel怎么隐藏列", "Excel怎么取消隐藏列"),
-    ("微信怎么拉黑好友", "微信怎么解除拉黑好友"),
+    ("How do I zoom into a PDF?", "How do I zoom out of a PDF?"),      # a review's
+    ("How do I zoom in on Google Maps?", "How do I zoom back out on Google Maps?"),
     ("怎么展开所有评论", "怎么收起所有评论"),
     ("窗口怎么最大化", "窗口怎么最小化"),
     ("显示器的线怎么插上", "显示器的线怎么拔掉"),
@@ -145,6 +145,11 @@ SAME_SIDE_V4 = [
     ("窗口怎么最大化", "如何让窗口最大化"),
     ("Excel怎么取消隐藏列", "Excel如何取消隐藏列"),
     ("怎么把聊天折叠起来", "怎么把聊天收起来"),
+    # a review's: an undoing 取消 not right before the verb (so 隐藏 / 拉黑 stay one side), and
+    # "attached" as an adjective
+    ("微信拉黑了怎么取消", "微信怎么取消拉黑"),
+    ("照片隐藏了怎么取消", "怎么取消隐藏照片"),
+    ("How do I remove an attached disk from a VM?", "How do I detach a disk from a VM?"),
 ]
 
 

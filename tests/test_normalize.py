@@ -25,9 +25,21 @@ def test_zh_to_int(run, value):
     ("预算2,390元", "预算2390元"), ("月薪12,000元", "月薪12000元"), ("1,500,000人", "1500000人"),
     # a reversing prefix written apart
     ("un-follow her", "unfollow her"), ("Dis-connect it", "disconnect it"), ("de-activate", "deactivate"),
+    ("un-de-activate", "undeactivate"),
 ])
 def test_equivalent_spellings_normalise_alike(a, b):
     assert normalize_text(a) == normalize_text(b)
+
+
+@pytest.mark.parametrize("text", ["un-de-activate", "de-de-duplicate", "un-un-follow", "How do I Un-Follow her?"])
+def test_joining_prefixes_is_idempotent(text):
+    once = normalize_text(text)
+    assert normalize_text(once) == once and "-" not in once
+
+
+def test_the_cased_text_joins_a_prefix_without_making_a_name():
+    """Entities are read on the cased text: "Un-Follow" joined as it is would be a camelCase name."""
+    assert normalize_text("How do I Un-Follow her?", lower=False) == "How do I Unfollow her?"
 
 
 @pytest.mark.parametrize("text, kept", [("re-sign the lease", "re-sign"), ("set the locale to de-de", "de-de"),

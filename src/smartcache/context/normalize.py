@@ -68,8 +68,9 @@ _CNY = [
 ]
 # A reversing prefix written apart (un-follow, dis-connect, de-activate) is the word written
 # together: the rules read "unsubscribe" as the opposite of "subscribe", and "un-subscribe" as
-# "subscribe". Not re- (re-sign is not resign), nor a two-letter rest (the locale de-de).
-_PREFIX_APART = re.compile(r"\b(un|dis|de)-(?=[a-z]{3,}\b)", re.IGNORECASE)
+# "subscribe". Not re- (re-sign is not resign), nor a two-letter rest (the locale de-de); a run
+# of them at once (un-de-activate), so that normalising twice changes nothing.
+_PREFIX_APART = re.compile(r"\b((?:(?:un|dis|de)-)+)([a-z])(?=[a-z]{2,}\b)", re.IGNORECASE)
 # A thousands separator: a comma between a digit and a group of exactly three. Not "\b" after the
 # group: a Chinese unit is a word character, so "2,390元" kept its comma and read as 2 and 390.
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
@@ -105,7 +106,9 @@ def _normalize(text: str, *, lower: bool = True) -> str:
         # Lowering can make a look-alike the table knows (a capital Cyrillic "Һ" is not in it,
         # its small "һ" is): fold again, or a second normalisation would change the text.
         text = fold_confusables(text.lower())
-    text = _PREFIX_APART.sub(r"\1", text)
+    # The rest's first letter lowered: on the cased text "Un-Follow" joined as it is would read
+    # as a camelCase name.
+    text = _PREFIX_APART.sub(lambda m: m.group(1).replace("-", "") + m.group(2).lower(), text)
     text = _SPACE_AROUND_CJK.sub("", text)
     text = _SPACES.sub(" ", text)
     text = "\n".join(line.strip() for line in text.split("\n") if line.strip())

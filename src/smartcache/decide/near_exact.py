@@ -152,11 +152,22 @@ def _asking() -> re.Pattern[str]:
     return re.compile("|".join(asking_parts()))
 
 
+# What makes a question word a statement's in its clause: any at all, a 都 or 也 after it
+# (什么时候吃都可以; not 成都's), 无论 / 不管; or a negation (没有什么问题, 你不觉得有什么不对);
+# not the negator inside an A-not-A question (有没有, 能不能, 可不可以), which asks.
+_STATEMENT = re.compile(r"(?:什么|怎么|哪|多少|谁|几)[^,]*?[都也]|[不没别]|无论|不管|不论")
+_A_NOT_A = re.compile(r"([\u3400-\u9fff])[不没]\1|可不可")
+
+
 def _asked(clause: str) -> str:
     """A clause without the 吗 that closes it where a question word already asks (有什么好方法吗
-    is 有什么好方法; lexicon kind ``asking``); a clause that only 吗 makes a question keeps it."""
+    is 有什么好方法; lexicon kind ``asking``); a clause that only 吗 makes a question keeps it,
+    and so does one that reads as a statement (``_STATEMENT``)."""
     closing = _CLOSING_MA.search(clause)
-    return clause[:closing.start()] if closing and _asking().search(clause[:closing.start()]) else clause
+    if closing is None:
+        return clause
+    body = clause[:closing.start()]
+    return body if _asking().search(body) and not _STATEMENT.search(_A_NOT_A.sub("", body)) else clause
 
 
 def _drop_lead(out: list[str]) -> list[str]:
@@ -550,10 +561,21 @@ def _ime_slip(ta: Sequence[str], i: int, tb: Sequence[str], j: int) -> bool:
         # one reading is broken, the slip's: the very syllable and tone only.
         (a0, a1), (b0, b1) = span_a, span_b
         crossing = a0 < b0 < a1 < b1 or b0 < a0 < b1 < a1
-        return crossing and bool(_sounds(x, fuzzy=False) & _sounds(y, fuzzy=False))
+        return crossing and _one_reading_broken("".join(ta), span_a, "".join(tb), span_b) \
+            and bool(_sounds(x, fuzzy=False) & _sounds(y, fuzzy=False))
     # Where a dictionary word breaks on one side, the syllable alone and the IME's fuzzy initials
     # and finals; else the very syllable and tone.
     return bool(_sounds(x, fuzzy=long_a or long_b) & _sounds(y, fuzzy=long_a or long_b))
+
+
+def _one_reading_broken(text_a: str, span_a: tuple[int, int], text_b: str, span_b: tuple[int, int]) -> bool:
+    """Whether what each word leaves outside the other's, read on the other side, is not all
+    inside words there: 加|索引 / 加锁|引 leaves 引 alone (a slip), 北京|是不是 / 北京市|不是
+    leaves 不是 and 北京 words on both sides (two sentences: is it / the city is not)."""
+    def in_words(text: str, positions: range, other: tuple[int, int]) -> bool:
+        inside = [k for k in positions if not other[0] <= k < other[1]]
+        return all((lambda s: s[1] - s[0] > 1)(_word_around(text, k)) for k in inside)
+    return not (in_words(text_b, range(*span_a), span_b) and in_words(text_a, range(*span_b), span_a))
 
 
 _PRONOUNS = frozenset("他她它你妳您")
