@@ -217,6 +217,7 @@ DIFFERENT += [
     ("期中考试难吗", "期终考试难吗"),
     # a review's: both readings whole sentences (is it / the city is not; a game console)
     ("北京是不是中国的首都", "北京市不是中国的首都"),
+    ("这个要不要吃", "这个药不要吃"),           # a review's: a lone character, same syllable and tone
     ("上海是不是很贵", "上海市不是很贵"),
     ("这个游戏几个人玩合适", "这个游戏机个人玩合适"),
     ("上海房价跌了吗", "上海防价涨了吗"),

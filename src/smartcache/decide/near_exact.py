@@ -546,10 +546,13 @@ def _ime_slip(ta: Sequence[str], i: int, tb: Sequence[str], j: int) -> bool:
     breaks the tone does not count: an IME lists the syllable's characters of every tone
     together (这次 / 这此, 票价 / 票假). Two words (期中 / 期终, 权利 / 权力) are not a slip, nor
     two syllables, nor two tones of lone characters (怎么买 / 怎么卖), nor the lexicon's
-    opposite characters anywhere (卖出 / 买出), nor one pronoun for another (他 / 她)."""
+    opposite characters anywhere (卖出 / 买出), nor one pronoun for another (他 / 她), nor one that
+    makes or breaks an A-not-A question (这个要不要吃 / 这个药不要吃: should I / don't)."""
     x, y = ta[i], tb[j]
     if frozenset((x, y)) in _confusables():
         return True
+    if len(_A_NOT_A.findall("".join(ta))) != len(_A_NOT_A.findall("".join(tb))):
+        return False
     if x in _PRONOUNS or y in _PRONOUNS or frozenset((x, y)) in _opposites():
         return False
     at_a, at_b = len("".join(ta[:i])), len("".join(tb[:j]))
