@@ -53,6 +53,40 @@ SAME_SIDE = [
 ]
 
 
+# Lexicon version 4: more operations and their undoing, and undo words on older pairs' English
+# sides (unhide, unblock; 取消隐藏 and 取消拉黑 were tried and taken back: 隐藏了怎么取消 asks the
+# same). The packaged verifier served "plug in my monitor" to "unplug my monitor" and "zoom in on
+# a PDF" to "zoom out on a PDF".
+V4 = [
+    ("How do I zoom in on a PDF?", "How do I zoom out on a PDF?"),
+    ("How do I plug in my monitor?", "How do I unplug my monitor?"),
+    ("How do I opt in to marketing emails?", "How do I opt out of marketing emails?"),
+    ("How do I attach an EBS volume to an instance?", "How do I detach an EBS volume from an instance?"),
+    ("How do I maximize a window with the keyboard?", "How do I minimize a window with the keyboard?"),
+    ("How do I hide a column in Excel?", "How do I unhide a column in Excel?"),
+    ("How do I block a number on my iPhone?", "How do I unblock a number on my iPhone?"),
+    ("How do I zoom into a PDF?", "How do I zoom out of a PDF?"),      # a review's
+    ("How do I zoom in on Google Maps?", "How do I zoom back out on Google Maps?"),
+    ("怎么展开所有评论", "怎么收起所有评论"),
+    ("窗口怎么最大化", "窗口怎么最小化"),
+    ("显示器的线怎么插上", "显示器的线怎么拔掉"),
+]
+REVERSED += V4
+SAME_SIDE += [
+    ("How do I zoom in on a PDF?", "How can I zoom in on a PDF?"),
+    ("Should I unplug my router at night?", "Is it better to unplug the router at night?"),
+    ("How do I opt out of data sharing?", "How can I opt-out of data sharing?"),
+    ("窗口怎么最大化", "如何让窗口最大化"),
+    ("Excel怎么取消隐藏列", "Excel如何取消隐藏列"),
+    ("怎么把聊天折叠起来", "怎么把聊天收起来"),
+    # a review's: an undoing 取消 not right before the verb (so 隐藏 / 拉黑 stay one side), and
+    # "attached" as an adjective
+    ("微信拉黑了怎么取消", "微信怎么取消拉黑"),
+    ("照片隐藏了怎么取消", "怎么取消隐藏照片"),
+    ("How do I remove an attached disk from a VM?", "How do I detach a disk from a VM?"),
+]
+
+
 @pytest.mark.parametrize("a, b", REVERSED)
 def test_an_inverse_operation_is_an_opposite_action(a, b):
     assert opposite_actions(a, b)
@@ -63,7 +97,7 @@ def test_the_same_operation_reworded_is_not(a, b):
     assert not opposite_actions(a, b)
 
 
-@pytest.mark.parametrize("a, b", [REVERSED[0], REVERSED[2], REVERSED[9], REVERSED[10]])
+@pytest.mark.parametrize("a, b", [REVERSED[0], REVERSED[2], REVERSED[9], REVERSED[10], V4[0], V4[1]])
 def test_the_cache_refuses_an_inverse_operation(cache, a, b):
     remember(cache, [U(a)], "how to do the first one")
     found = cache.lookup([U(b)], session="s1")
@@ -119,52 +153,3 @@ def test_a_reversing_prefix_written_apart_is_the_opposite_action(cache, a, b):
 def test_the_prefix_apart_or_together_is_one_request(cache, together, apart):
     remember(cache, [U(together)], "…")
     assert cache.lookup([U(apart)], session="s1").zone is Zone.HIT
-
-
-# Lexicon version 4: more operations and their undoing, and undo words on older pairs' English
-# sides (unhide, unblock; 取消隐藏 and 取消拉黑 were tried and taken back: 隐藏了怎么取消 asks the same). The packaged verifier served "plug in my monitor" to
-# "unplug my monitor" and "zoom in on a PDF" to "zoom out on a PDF".
-REVERSED_V4 = [
-    ("How do I zoom in on a PDF?", "How do I zoom out on a PDF?"),
-    ("How do I plug in my monitor?", "How do I unplug my monitor?"),
-    ("How do I opt in to marketing emails?", "How do I opt out of marketing emails?"),
-    ("How do I attach an EBS volume to an instance?", "How do I detach an EBS volume from an instance?"),
-    ("How do I maximize a window with the keyboard?", "How do I minimize a window with the keyboard?"),
-    ("How do I hide a column in Excel?", "How do I unhide a column in Excel?"),
-    ("How do I block a number on my iPhone?", "How do I unblock a number on my iPhone?"),
-    ("How do I zoom into a PDF?", "How do I zoom out of a PDF?"),      # a review's
-    ("How do I zoom in on Google Maps?", "How do I zoom back out on Google Maps?"),
-    ("怎么展开所有评论", "怎么收起所有评论"),
-    ("窗口怎么最大化", "窗口怎么最小化"),
-    ("显示器的线怎么插上", "显示器的线怎么拔掉"),
-]
-SAME_SIDE_V4 = [
-    ("How do I zoom in on a PDF?", "How can I zoom in on a PDF?"),
-    ("Should I unplug my router at night?", "Is it better to unplug the router at night?"),
-    ("How do I opt out of data sharing?", "How can I opt-out of data sharing?"),
-    ("窗口怎么最大化", "如何让窗口最大化"),
-    ("Excel怎么取消隐藏列", "Excel如何取消隐藏列"),
-    ("怎么把聊天折叠起来", "怎么把聊天收起来"),
-    # a review's: an undoing 取消 not right before the verb (so 隐藏 / 拉黑 stay one side), and
-    # "attached" as an adjective
-    ("微信拉黑了怎么取消", "微信怎么取消拉黑"),
-    ("照片隐藏了怎么取消", "怎么取消隐藏照片"),
-    ("How do I remove an attached disk from a VM?", "How do I detach a disk from a VM?"),
-]
-
-
-@pytest.mark.parametrize("a, b", REVERSED_V4)
-def test_version_4_operations_are_opposite_actions(a, b):
-    assert opposite_actions(a, b)
-
-
-@pytest.mark.parametrize("a, b", SAME_SIDE_V4)
-def test_version_4_operations_reworded_are_not(a, b):
-    assert not opposite_actions(a, b)
-
-
-@pytest.mark.parametrize("a, b", REVERSED_V4[:2])
-def test_the_cache_refuses_what_it_served_before_version_4(cache, a, b):
-    remember(cache, [U(a)], "…")
-    found = cache.lookup([U(b)], session="s1")
-    assert found.zone is Zone.MISS and found.has_reason("opposite_actions"), found.reasons
