@@ -25,6 +25,9 @@ EXCHANGED = [
     # only an article stood between the two parts; a contraction spelt another way
     ("Is a crocodile a reptile?", "Is a reptile a crocodile?", ("crocodile", "reptile")),
     ("What's 3 divided by 12?", "What is 12 divided by 3?", ("3", "12")),
+    # a quotation's closing mark is no part of its last word ("the cat chased the mouse'")
+    ("Put 'the cat chased the mouse' into German.", "Put 'the mouse chased the cat' into German.",
+     ("cat", "mouse")),
 ]
 
 NOT_EXCHANGED = [

@@ -28,9 +28,16 @@ REVERSED = [
     ("如何把繁体中文转换为简体中文", "如何把简体转换成繁体中文"),
     ("PPT怎么转成Word文档", "Word文档怎么转换成PPT"),
     ("Switch my phone to Android from an iPhone", "Switch from Android to an iPhone"),
+    # a copy or a move names where from and where to, the places often paths
+    ("How do I copy my playlists from Spotify to Apple Music?", "How do I copy playlists from Apple Music to Spotify?"),
+    ("How do I sync my phone's notes to my Mac?", "How do I sync notes on my Mac to my phone?"),
+    ("怎么把U盘里的文件拷贝到电脑桌面", "怎么把电脑桌面的文件拷贝到U盘里"),
+    ("如何用scp把本机的/var/log/app传输到跳板机的/tmp/logs", "如何用scp把跳板机的/tmp/logs传输到本机的/var/log/app"),
 ]
 
 SAME_DIRECTION = [
+    ("How do I copy my playlists from Spotify to Apple Music?", "Copy Spotify playlists over to Apple Music"),
+    ("怎么把U盘里的文件拷贝到电脑桌面", "如何把U盘文件复制到电脑桌面上"),
     # The same conversion reworded, its parts named differently or not at all.
     ("How can I convert an MP4 video to MP3?", "How do I convert MP4 files to MP3 audio?"),
     ("Convert Celsius to Fahrenheit", "How do I convert Celsius into Fahrenheit degrees?"),

@@ -118,7 +118,9 @@ def _anaphora(x: str, y: str, text_x: str, text_y: str) -> bool:
 
 
 
-_ENGLISH_WORD = re.compile(r"[a-z][a-z'-]{2,}")
+# An apostrophe or a hyphen joins letters ("don't", "e-mail"); one that closes a quotation is no
+# part of the word ("translate 'the dog bit the man'": man, not man').
+_ENGLISH_WORD = re.compile(r"[a-z](?:[a-z]|['-](?=[a-z])){2,}")
 # Adjacent, joined by a conjunction, or one modifying the other ("八宝粥哪个牌子" / "那个牌子的
 # 八宝粥"): a list or a compound, not two roles.
 _CONJOINED = r"\s*(?:和|与|跟|及|或|、|,|，|/|\band\b|\bor\b|&|的|之|[哪那这][个种家款]|\bof\b|'s)?\s*"
@@ -209,7 +211,7 @@ def _roles_swapped(a: str, b: str, nouns: tuple[str, ...]) -> tuple[str, str] | 
 
 # Tokens for ``exchanged_spans``: words, single CJK characters and punctuation (kept, so a
 # clause boundary is visible); articles are dropped ("a manager" / "an employee").
-_EXCHANGE_TOKEN = re.compile(r"[a-z0-9](?:[a-z0-9'_/-]|\.(?=[a-z0-9]))*|[\u3400-\u9fff]|[^\sa-z0-9\u3400-\u9fff]")
+_EXCHANGE_TOKEN = re.compile(r"[a-z0-9](?:[a-z0-9_/]|['.-](?=[a-z0-9]))*|[\u3400-\u9fff]|[^\sa-z0-9\u3400-\u9fff]")
 _ARTICLES = frozenset({"a", "an", "the"})
 _CLAUSE_MARKS = frozenset(".,;:!?，。；：！？、()（）[]【】")
 # What joins two parts symmetrically, anywhere between them: "A and B", "A 和 B", "A 好还是 B 好",
@@ -249,6 +251,7 @@ def exchanged_spans(a: str, b: str) -> tuple[str, str] | None:
 # "from X to Y", "把X转成Y", "X怎么转换为Y", "word转pdf". X and Y are read with their modifiers.
 _CONVERT_EN = re.compile(r"\b(?:convert(?:ing)?|chang(?:e|ing)|turn(?:ing)?|translat(?:e|ing)|transform(?:ing)?|"
                          r"export(?:ing)?|switch(?:ing)?|migrat(?:e|ing)|mov(?:e|ing)|transfer(?:ring)?|"
+                         r"cop(?:y|ying)|sync(?:ing)?|upload(?:ing)?|download(?:ing)?|"
                          r"port(?:ing)?|from)\s+(?P<x>[\w.+#'-]+(?:\s+[\w.+#'-]+){0,5}?)\s+(?:to|into)\s+"
                          r"(?P<y>[\w.+#'-]+(?:\s+[\w.+#'-]+){0,3})")
 # Where a part ends: what follows is how or why, not what it becomes.
@@ -264,6 +267,10 @@ _CLAUSE = r"[^，。？！；,.?!;]"
 _CONVERT_ZH = (
     re.compile(rf"(?:把|将)(?P<x>{_CLAUSE}{{1,12}}?)(?:怎么|如何|怎样)?(?:转换|转化|转|翻译|换|导出|改|迁移|变)"
                rf"(?:成|为|到|至)(?P<y>{_CLAUSE}{{1,12}})"),
+    # A copy or a move names where from and where to: "把本地的文件同步到服务器" / "… 服务器的 … 到本地".
+    # Places are often paths: longer parts than a format's.
+    re.compile(rf"(?:把|将)(?P<x>{_CLAUSE}{{1,24}}?)(?:怎么|如何|怎样)?(?:同步|复制|拷贝|移动|上传|下载|传输|备份)"
+               rf"(?:到|至)(?P<y>{_CLAUSE}{{1,24}})"),
     re.compile(rf"(?P<x>{_CLAUSE}{{1,12}}?)(?:怎么|如何|怎样|要|能)?(?:转换|转化|翻译|转|换)(?:成|为)"
                rf"(?P<y>{_CLAUSE}{{1,12}})"),
     re.compile(rf"从(?P<x>{_CLAUSE}{{1,10}}?)(?:转到|迁移到|换到|到|至)(?P<y>{_CLAUSE}{{1,10}})"),
@@ -271,7 +278,7 @@ _CONVERT_ZH = (
 )
 _ZH_PART_NOISE = re.compile(r"怎么|如何|怎样|请问|我想|帮我|能不能|可以|我的|你的|这个|那个|这段|这张|这份|"
                             r"一段|一个|一张|一份|的|吗|呢|啊|吧|呀")
-_LATIN = re.compile(r"[a-z0-9][a-z0-9.+#'-]*")
+_LATIN = re.compile(r"[a-z0-9](?:[a-z0-9.+#]|['-](?=[a-z0-9]))*")
 
 
 def _terms(part: str) -> frozenset[str]:
@@ -282,7 +289,7 @@ def _terms(part: str) -> frozenset[str]:
         for run in re.findall(r"[\u3400-\u9fff]+", part):
             terms.update(run[i:i + 2] for i in range(max(1, len(run) - 1)))
         return frozenset(terms)
-    return frozenset(w for w in _LATIN.findall(part) if w not in _DETERMINERS)
+    return frozenset(w.removesuffix("'s") for w in _LATIN.findall(part) if w not in _DETERMINERS)   # phone's: phone
 
 
 @lru_cache(maxsize=4096)
@@ -395,7 +402,8 @@ _EVERY_ZH = re.compile(r"所有|全部|批量|多个|全体")
 _ONE_ZH = re.compile(r"单个|单张|单条|(?<!每)某个|某[一1]个|(?<![\d.每第成为])(?<!任何)(?<!任意)[一1](?:个|条|张|份|封|篇|件|台|项|位)")
 _DETERMINERS = frozenset("the my your our their these those this that his her its of a an".split())
 _NOT_NOUNS = _DETERMINERS | {"one", "single", "individual"}     # "all individual files": files
-_WORD = re.compile(r"[a-z][a-z'-]*")
+# Words of three letters or more: the noun a quantifier is said of, an adjective compared.
+_WORD = re.compile(r"[a-z]{3,}")
 
 
 def _noun(word: str) -> str:
@@ -543,7 +551,6 @@ def _opposite_swap(a: str, b: str) -> tuple[str, str] | None:
     return None
 
 
-_WORD = re.compile(r"[a-z]{3,}")
 _VOWELS = frozenset("aeiou")
 
 
