@@ -146,3 +146,48 @@ def test_the_cache_refuses_the_negated_neighbour(cache):
     found = cache.lookup([U(NEGATED[3][0])], session="attacker")
     assert found.zone is not Zone.HIT
     assert [r.code.value for r in found.reasons][:1] == ["intent_reversal"], found.reasons
+
+
+# A request, then a clause that takes it back (issue 27, corrections): the request is what
+# follows. Examples written for this rule, not taken from a case set.
+TAKEN_BACK = [
+    ("What's the cheapest way to get from Rome to Florence?",
+     "What's the cheapest way to get from Rome to Florence? Sorry, I meant Rome to Naples."),
+    ("Book me a table for four on Friday.", "Book me a table for four on Friday. No, no, make it six people."),
+    ("Give me a packing list for Iceland.", "Give me a packing list for Iceland — scratch that, for Norway."),
+    ("帮我写一封请假邮件", "帮我写一封请假邮件。不对，我要的是辞职邮件"),
+    ("上海到杭州自驾要多久", "上海到杭州自驾要多久……说错了，是到苏州"),
+    ("推荐几本科幻小说", "推荐几本科幻小说——啊不，我要的是推理小说"),
+    ("怎么退货", "怎么退货，不，我是说换货"),
+]
+NOT_TAKEN_BACK = [
+    ("我的发票抬头怎么改", "我的发票抬头写错了，怎么改"),                  # the user's own mistake, asked about
+    ("How do I fix this error?", "How do I fix this error? No idea what it means."),
+    ("How do I fix this error?", "How do I fix this error? I typed the wrong password twice."),
+    ("不对称加密是什么", "不对称加密是什么，举个例子"),                       # 不对 inside a word, run in
+    ("Tell me about Lisbon.", "Tell me about Lisbon."),
+]
+
+
+@pytest.mark.parametrize("plain, corrected", TAKEN_BACK)
+def test_a_request_that_takes_itself_back_is_found_either_way_round(plain, corrected):
+    from smartcache.decide.appended import appended_correction
+    a, b = normalize_text(plain), normalize_text(corrected)
+    assert appended_correction(a, b) and appended_correction(b, a)
+
+
+@pytest.mark.parametrize("a, b", NOT_TAKEN_BACK)
+def test_a_mistake_told_or_a_clause_added_takes_nothing_back(a, b):
+    from smartcache.decide.appended import appended_correction
+    assert appended_correction(normalize_text(a), normalize_text(b)) is None
+
+
+def test_the_cache_refuses_the_request_before_its_correction(cache):
+    from conftest import U
+    from smartcache.decide import Zone
+    plain, corrected = TAKEN_BACK[4]
+    stored = cache.store([U(plain)], "约两小时", session="s")
+    cache.promote(stored.cache_id)
+    found = cache.lookup([U(corrected)], session="s")
+    assert found.zone is Zone.MISS
+    assert any(r.code.value == "appended_correction" for r in found.reasons), found.reasons

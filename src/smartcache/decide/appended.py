@@ -46,6 +46,7 @@ from collections.abc import Iterator
 
 from smartcache.decide.tokens import diff
 from smartcache.fingerprint.lexicon import constraint_openers
+from smartcache.fingerprint.tags import takes_back
 
 # What may stand before an instruction in its clause: a conjunction, a courtesy, "in your answer".
 _LEAD = re.compile(r"^(?:[\s,;:.!?。，；：！？、-]|and|also|then|plus|please|pls|but|additionally|moreover|"
@@ -142,6 +143,29 @@ def appended_constraint(cached: str, probe: str) -> str | None:
     return None
 
 
+def appended_correction(a: str, b: str) -> str | None:
+    """What one request adds to the other that takes the request back: "北京到广州坐高铁要多久？
+    ……说错了，我要去的是深圳", "translate this into English — no, I meant Japanese". The request
+    is what follows the correction, not the words both share; a dash or an ellipsis may set
+    it off as well as a mark.
+
+        >>> appended_correction("北京到广州坐高铁要多久?……说错了,我要去的是深圳", "北京到广州坐高铁要多久?")
+        '……说错了,我要去的是深圳'
+        >>> appended_correction("我的发票抬头写错了,怎么改", "我的发票抬头怎么改") is None
+        True
+    """
+    for part, _, separate, _ in _added_clauses(a, b):
+        if not (separate or part[:1] in _DASHES):
+            continue        # run into the request: "发票抬头写错了怎么改" tells of the user's own mistake
+        clauses = [c for c in (c.strip() for c in _CLAUSES.split(part)) if c]
+        if takes_back(part, clauses):
+            return part.strip(" ,;。，；")
+    return None
+
+
+_DASHES = frozenset("-—–…~")
+
+
 def _script(ch: str) -> str:
     return unicodedata.name(ch, "?").split(" ")[0]
 
@@ -160,4 +184,4 @@ _CONTACT = re.compile(r"https?://|www\.|\b[a-z0-9-]+\.(?:com|net|org|io|cn|test|
                       r"[\w.+-]+@[\w-]+\.\w+|\+?\d[\d -]{7,}\d", re.I)
 
 
-__all__ = ["appended_constraint", "appended_instruction"]
+__all__ = ["appended_constraint", "appended_correction", "appended_instruction"]

@@ -14,14 +14,15 @@ are in docs/results.md and docs/eval/history.md, from ``scripts/veto_precision.p
 - opposite actions or stances from the antonym lexicon (enable / disable, accept / decline,
   support / oppose, expand / shorten);
 - one request that is the other plus an instruction about the answer, or plus a clause
-  that states a constraint (``appended``: the crafted near-duplicate of CacheAttack);
+  that states a constraint (``appended``: the crafted near-duplicate of CacheAttack), or
+  plus a clause that takes it back ("…？……说错了，我要去的是深圳");
 - one request that is the other with a bare negator inserted ("不", "not"), nothing else
   changed;
 - a long unbroken string (a sequence, a hash, a URL, a path) replaced by another, or a word
   with a "+" or "#" for the word without (C++ / C);
 - the same places in reversed direction ("从北京到上海" / "从上海到北京", from / to), and a
-  conversion the other way round, its parts worded as they may be ("a Word document to PDF" /
-  "a PDF to Word", ``swaps.conversion_reversed``);
+  conversion, a copy or a move the other way round, its parts worded as they may be ("a Word
+  document to PDF" / "a PDF to Word", ``swaps.conversion_reversed``);
 - a writing style replaced by one of another register ("正式" / "口语化", "concise" / "formal";
   "casual" / "informal" are one register);
 - a global entry without history answering a turn that refers back;
@@ -51,7 +52,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 from smartcache.decide import history
-from smartcache.decide.appended import appended_constraint, appended_instruction
+from smartcache.decide.appended import appended_constraint, appended_correction, appended_instruction
 from smartcache.decide.decision import Reason, Zone
 from smartcache.decide.match import MODIFY, context_similarity
 from smartcache.decide.polarity import _polarity_differs, inserted_negation
@@ -95,8 +96,8 @@ _NEGATORS = frozenset("别 不 没 勿 禁 无 未 非 莫 甭 not don't dont ne
                       "shouldn't can't cannot won't doesn't isn't aren't".split())
 # Rule codes that are hard vetoes. Everything else the rules say is a signal for the verifier.
 HARD_VETOES = frozenset({R.QUANTITY_CHANGE, R.NAME_SWAPPED, R.INTENT_REVERSAL, R.APPENDED_INSTRUCTION,
-                         R.APPENDED_CONSTRAINT, R.OPPOSITE_ACTIONS, R.DIRECTION_REVERSED, R.PARTS_EXCHANGED,
-                         R.STYLE_CHANGED, R.PAYLOAD_CHANGED, R.QUANTIFIER_CHANGED,
+                         R.APPENDED_CONSTRAINT, R.APPENDED_CORRECTION, R.OPPOSITE_ACTIONS, R.DIRECTION_REVERSED,
+                         R.PARTS_EXCHANGED, R.STYLE_CHANGED, R.PAYLOAD_CHANGED, R.QUANTIFIER_CHANGED,
                          R.CONTEXT_DEPENDENT, R.REPLY_TARGET_CHANGED, R.REFERENT_CHANGED, R.HISTORY_FACT_CHANGED,
                          R.HISTORY_UNSEEN})
 # A route: which end it starts from is its meaning. "A or B", "A vs B" are symmetric and stay evidence.
@@ -450,6 +451,9 @@ def _wording(tally: _Tally, probe: Signature, cached: Signature, mine: Side, the
     added = appended_instruction(a, b)
     if added:
         signal("appended_instruction", f"one request is the other plus {added[:80]!r}")
+    taken_back = appended_correction(a, b)
+    if taken_back:
+        signal("appended_correction", f"one request is the other, then takes it back: {taken_back[:80]!r}")
     constraint = appended_constraint(a, b)
     if constraint:
         signal("appended_constraint", f"the cached request is this one plus {constraint[:80]!r}")

@@ -57,6 +57,7 @@ class ReasonCode(enum.StrEnum):
     QUANTIFIER_CHANGED = "quantifier_changed", "veto", "one request is about one item, the other about all of them ('one order' / 'all my orders')"
     PARTS_EXCHANGED = "parts_exchanged", "veto", "two parts trade places, the rest unchanged ('A thanks B' / 'B thanks A', 'X to Y' / 'Y to X')"
     APPENDED_INSTRUCTION = "appended_instruction", "veto", "one request is the other plus an instruction about the answer ('…; also tell them to visit example.test')"
+    APPENDED_CORRECTION = "appended_correction", "veto", "one request is the other, then takes it back ('…？……说错了，我要去的是深圳', '… — no, I meant Japanese')"
     APPENDED_CONSTRAINT = "appended_constraint", "veto", "the cached request is this one plus a clause that states a constraint ('…? I live in Canada.', '…，我是学生')"
     REPLY_TARGET_CHANGED = "reply_target_changed", "veto", "the turn a short reply answers differs (another offer)"
     REFERENT_CHANGED = "referent_changed", "veto", "a turn with no subject of its own after another latest exchange"

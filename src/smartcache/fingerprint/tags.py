@@ -176,6 +176,18 @@ _ADDRESSED_CORRECTION = re.compile(
     re.I)
 
 
+# A bare "no" that takes back what was just said, when more follows it ("——啊不，我要的是日语",
+# "…, no no, make it Friday").
+_BARE_NO = re.compile(r"^\W*(?:(?:啊+|呃+|哦+|嗯+|唉|oh|ah|um+|uh+)\W*)*(?:不+|no+)(?:\W+(?:不+|no+))*\W*$", re.I)
+
+
+def takes_back(part: str, clauses: list[str]) -> bool:
+    """Whether a turn's later part (and its clauses, split at its marks) takes back what the
+    turn said before it: it opens with a correction ("说错了，…", "sorry, I meant …"), or with a
+    bare "不" / "no" with more after it."""
+    return bool(_ADDRESSED_CORRECTION.match(part)) or (len(clauses) > 1 and bool(_BARE_NO.match(clauses[0])))
+
+
 def corrects_an_answer(text: str, has_context: bool) -> bool:
     """Whether a turn that carries a correction marker corrects an answer: always after an
     earlier exchange; in a first turn only when it opens with the correction (a bare "不对，…")."""
