@@ -159,6 +159,8 @@ TAKEN_BACK = [
     ("上海到杭州自驾要多久", "上海到杭州自驾要多久……说错了，是到苏州"),
     ("推荐几本科幻小说", "推荐几本科幻小说——啊不，我要的是推理小说"),
     ("怎么退货", "怎么退货，不，我是说换货"),
+    ("Plan a 3-day trip to Tokyo.", "Plan a 3-day trip to Tokyo. Nope, I mean Osaka."),
+    ("Plan a 3-day trip to Tokyo.", "Plan a 3-day trip to Tokyo. Correction: Osaka."),
 ]
 NOT_TAKEN_BACK = [
     ("我的发票抬头怎么改", "我的发票抬头写错了，怎么改"),                  # the user's own mistake, asked about
@@ -166,6 +168,15 @@ NOT_TAKEN_BACK = [
     ("How do I fix this error?", "How do I fix this error? I typed the wrong password twice."),
     ("不对称加密是什么", "不对称加密是什么，举个例子"),                       # 不对 inside a word, run in
     ("Tell me about Lisbon.", "Tell me about Lisbon."),
+    # a review's pairs: a marker run into other words, a bare "no", "make it" alone
+    ("How does the GIL affect threads?", "How does the GIL affect threads? Sorry I meant to say thanks in advance."),
+    ("How does the GIL affect threads?", "How does the GIL affect threads? My mistake if this is a dumb question."),
+    ("How does the GIL affect threads?", "How does the GIL affect threads? No, thanks in advance."),
+    ("How does the GIL affect threads?", "How does the GIL affect threads? (No, this isn't homework)"),
+    ("How does the GIL affect threads?", "How does the GIL affect threads? Make it short."),
+    ("全局解释器锁怎么影响多线程", "全局解释器锁怎么影响多线程？不，不着急"),
+    ("全局解释器锁怎么影响多线程", "全局解释器锁怎么影响多线程？不对的地方请指正"),
+    ("全局解释器锁怎么影响多线程", "全局解释器锁怎么影响多线程？不，我是说真的"),
 ]
 
 

@@ -157,8 +157,7 @@ def appended_correction(a: str, b: str) -> str | None:
     for part, _, separate, _ in _added_clauses(a, b):
         if not (separate or part[:1] in _DASHES):
             continue        # run into the request: "发票抬头写错了怎么改" tells of the user's own mistake
-        clauses = [c for c in (c.strip() for c in _CLAUSES.split(part)) if c]
-        if takes_back(part, clauses):
+        if takes_back(part):
             return part.strip(" ,;。，；")
     return None
 

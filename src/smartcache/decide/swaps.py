@@ -251,7 +251,7 @@ def exchanged_spans(a: str, b: str) -> tuple[str, str] | None:
 # "from X to Y", "把X转成Y", "X怎么转换为Y", "word转pdf". X and Y are read with their modifiers.
 _CONVERT_EN = re.compile(r"\b(?:convert(?:ing)?|chang(?:e|ing)|turn(?:ing)?|translat(?:e|ing)|transform(?:ing)?|"
                          r"export(?:ing)?|switch(?:ing)?|migrat(?:e|ing)|mov(?:e|ing)|transfer(?:ring)?|"
-                         r"cop(?:y|ying)|sync(?:ing)?|upload(?:ing)?|download(?:ing)?|"
+                         r"cop(?:y|ying)|upload(?:ing)?|download(?:ing)?|"
                          r"port(?:ing)?|from)\s+(?P<x>[\w.+#'-]+(?:\s+[\w.+#'-]+){0,5}?)\s+(?:to|into)\s+"
                          r"(?P<y>[\w.+#'-]+(?:\s+[\w.+#'-]+){0,3})")
 # Where a part ends: what follows is how or why, not what it becomes.
@@ -262,7 +262,6 @@ _PART_END = frozenset("without with using in on for and so while because but via
 # quantity rules.
 _SYMMETRIC = re.compile(r"\bhow far\b|\bdistance\b|距离|多远|多少公里|\bsum\b|\btotal\b|之和|的和")
 _ASKS_AMOUNT = re.compile(r"多少|几|\bhow (?:much|many)\b")
-_DETERMINERS = frozenset("a an the my your our his her their its this that these those some any me i".split())
 _CLAUSE = r"[^，。？！；,.?!;]"
 _CONVERT_ZH = (
     re.compile(rf"(?:把|将)(?P<x>{_CLAUSE}{{1,12}}?)(?:怎么|如何|怎样)?(?:转换|转化|转|翻译|换|导出|改|迁移|变)"
@@ -400,6 +399,7 @@ _EVERY_ZH = re.compile(r"所有|全部|批量|多个|全体")
 # 一次付清: in one go). 1个 is how normalisation writes 一个; not 每1个 (every one), 第1个 (the
 # first), 合并成1个 (merged into one), 任何1个 (any one).
 _ONE_ZH = re.compile(r"单个|单张|单条|(?<!每)某个|某[一1]个|(?<![\d.每第成为])(?<!任何)(?<!任意)[一1](?:个|条|张|份|封|篇|件|台|项|位)")
+# Words that name nothing of their own: left out of a part's terms and of a quantified noun.
 _DETERMINERS = frozenset("the my your our their these those this that his her its of a an".split())
 _NOT_NOUNS = _DETERMINERS | {"one", "single", "individual"}     # "all individual files": files
 # Words of three letters or more: the noun a quantifier is said of, an adjective compared.

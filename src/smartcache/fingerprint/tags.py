@@ -176,16 +176,24 @@ _ADDRESSED_CORRECTION = re.compile(
     re.I)
 
 
-# A bare "no" that takes back what was just said, when more follows it ("——啊不，我要的是日语",
-# "…, no no, make it Friday").
-_BARE_NO = re.compile(r"^\W*(?:(?:啊+|呃+|哦+|嗯+|唉|oh|ah|um+|uh+)\W*)*(?:不+|no+)(?:\W+(?:不+|no+))*\W*$", re.I)
+# A clause that takes back what the turn just said, after interjections: a correction that ends
+# its clause ("……说错了，我要去的是深圳", "scratch that, for Norway"), or what the asker meant,
+# after a "no" or a "sorry" ("——啊不，我要的是日语", "sorry, I meant SF", "no, no, make it six").
+# Not a marker run into other words ("不对的地方请指正", "i meant to ask", "我是说真的"), nor a bare
+# "no" ("no, thanks", "不，不着急"), nor "make it" alone (an instruction: "make it short").
+_TAKES_BACK = re.compile(
+    r"^\W*(?:(?:oh|ah|um+|uh+|er+m?|hmm+|啊+|呃+|哦+|嗯+|唉)(?![a-z])\W*)*"
+    r"(?:(?:不对|(?:[你我]?(?:说|打|写|搞|弄))?错了|口误|更正(?:一下)?|纠正(?:一下)?|"
+    r"scratch that|correction|my mistake|my bad|typo)(?=\s*[,:;.!?，。：；！？…—-])"
+    r"|(?:(?:no+|nope|sorry|不+|抱歉|不好意思)(?![a-z])\W+)+"
+    r"(?:i meant|i mean|make it|make that|我是说|我的意思是|我说的是|我要的是|应该是)(?![a-z])"
+    r"(?!\s*(?:to|it|well|that|真的|认真))"
+    r"|make that(?![a-z]))", re.I)
 
 
-def takes_back(part: str, clauses: list[str]) -> bool:
-    """Whether a turn's later part (and its clauses, split at its marks) takes back what the
-    turn said before it: it opens with a correction ("说错了，…", "sorry, I meant …"), or with a
-    bare "不" / "no" with more after it."""
-    return bool(_ADDRESSED_CORRECTION.match(part)) or (len(clauses) > 1 and bool(_BARE_NO.match(clauses[0])))
+def takes_back(part: str) -> bool:
+    """Whether a turn's later part takes back what the turn said before it (``_TAKES_BACK``)."""
+    return bool(_TAKES_BACK.match(part))
 
 
 def corrects_an_answer(text: str, has_context: bool) -> bool:
