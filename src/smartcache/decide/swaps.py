@@ -252,7 +252,7 @@ def exchanged_spans(a: str, b: str) -> tuple[str, str] | None:
 _CONVERT_EN = re.compile(r"\b(?:convert(?:ing)?|chang(?:e|ing)|turn(?:ing)?|translat(?:e|ing)|transform(?:ing)?|"
                          r"export(?:ing)?|switch(?:ing)?|migrat(?:e|ing)|mov(?:e|ing)|transfer(?:ring)?|"
                          r"cop(?:y|ying)|upload(?:ing)?|download(?:ing)?|"
-                         r"port(?:ing)?|from)\s+(?P<x>[\w.+#'-]+(?:\s+[\w.+#'-]+){0,5}?)\s+(?:to|into)\s+"
+                         r"port(?:ing)?|from)\s+(?P<x>[\w.+#'-]+(?:\s+[\w.+#'-]+){0,5}?)\s+(?:to|into|onto)\s+"
                          r"(?P<y>[\w.+#'-]+(?:\s+[\w.+#'-]+){0,3})")
 # Where a part ends: what follows is how or why, not what it becomes.
 _PART_END = frozenset("without with using in on for and so while because but via by then if when that which "
