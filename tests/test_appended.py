@@ -161,6 +161,7 @@ TAKEN_BACK = [
     ("怎么退货", "怎么退货，不，我是说换货"),
     ("Plan a 3-day trip to Tokyo.", "Plan a 3-day trip to Tokyo. Nope, I mean Osaka."),
     ("Plan a 3-day trip to Tokyo.", "Plan a 3-day trip to Tokyo. Correction: Osaka."),
+    ("上海到苏州的高铁几点有", "上海到苏州的高铁几点有？呃不对说错了，是上海到无锡"),    # two markers in a row
 ]
 NOT_TAKEN_BACK = [
     ("我的发票抬头怎么改", "我的发票抬头写错了，怎么改"),                  # the user's own mistake, asked about

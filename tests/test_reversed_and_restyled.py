@@ -33,6 +33,9 @@ REVERSED = [
     ("How do I upload my phone's videos to my Mac?", "How do I upload videos on my Mac to my phone?"),
     ("怎么把U盘里的文件拷贝到电脑桌面", "怎么把电脑桌面的文件拷贝到U盘里"),
     ("How do I copy contacts from my old phone to my new tablet?", "How do I copy my new tablet's contacts onto my old phone?"),
+    # money moved between two accounts
+    ("余额宝里的钱怎么转到银行卡", "银行卡的钱怎么转入余额宝"),
+    ("微信零钱怎么转到银行卡", "银行卡里的钱怎么充值到微信零钱"),
     ("如何用scp把本机的/var/log/app传输到跳板机的/tmp/logs", "如何用scp把跳板机的/tmp/logs传输到本机的/var/log/app"),
 ]
 
@@ -40,6 +43,7 @@ SAME_DIRECTION = [
     # pairing a device is the same either way round (a review's pair)
     ("How do I sync my AirPods to my MacBook?", "How do I sync my MacBook to the AirPods?"),
     ("How do I copy photos from my phone to my laptop?", "How can I copy photos from my phone onto my laptop?"),
+    ("怎么把微信零钱转到银行卡", "微信零钱转到银行卡怎么操作"),
     ("How do I copy my playlists from Spotify to Apple Music?", "Copy Spotify playlists over to Apple Music"),
     ("怎么把U盘里的文件拷贝到电脑桌面", "如何把U盘文件复制到电脑桌面上"),
     # The same conversion reworded, its parts named differently or not at all.

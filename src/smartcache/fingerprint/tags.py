@@ -176,15 +176,15 @@ _ADDRESSED_CORRECTION = re.compile(
     re.I)
 
 
-# A clause that takes back what the turn just said, after interjections: a correction that ends
-# its clause ("……说错了，我要去的是深圳", "scratch that, for Norway"), or what the asker meant,
-# after a "no" or a "sorry" ("——啊不，我要的是日语", "sorry, I meant SF", "no, no, make it six").
+# A clause that takes back what the turn just said, after interjections: corrections that end
+# their clause ("……说错了，我要去的是深圳", "不对说错了，是珠海", "scratch that, for Norway"), or
+# what the asker meant, after a "no" or a "sorry" ("——啊不，我要的是日语", "sorry, I meant SF").
 # Not a marker run into other words ("不对的地方请指正", "i meant to ask", "我是说真的"), nor a bare
 # "no" ("no, thanks", "不，不着急"), nor "make it" alone (an instruction: "make it short").
 _TAKES_BACK = re.compile(
     r"^\W*(?:(?:oh|ah|um+|uh+|er+m?|hmm+|啊+|呃+|哦+|嗯+|唉)(?![a-z])\W*)*"
-    r"(?:(?:不对|(?:[你我]?(?:说|打|写|搞|弄))?错了|口误|更正(?:一下)?|纠正(?:一下)?|"
-    r"scratch that|correction|my mistake|my bad|typo)(?=\s*[,:;.!?，。：；！？…—-])"
+    r"(?:(?:(?:不对|(?:[你我]?(?:说|打|写|搞|弄))?错了|口误|更正(?:一下)?|纠正(?:一下)?|"
+    r"scratch that|correction|my mistake|my bad|typo)\W*)+(?<=[^\W\d_])(?=\s*[,:;.!?，。：；！？…—-])"
     r"|(?:(?:no+|nope|sorry|不+|抱歉|不好意思)(?![a-z])\W+)+"
     r"(?:i meant|i mean|make it|make that|我是说|我的意思是|我说的是|我要的是|应该是)(?![a-z])"
     r"(?!\s*(?:to|it|well|that|真的|认真))"
