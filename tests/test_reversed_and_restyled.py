@@ -36,6 +36,8 @@ REVERSED = [
     # money moved between two accounts
     ("余额宝里的钱怎么转到银行卡", "银行卡的钱怎么转入余额宝"),
     ("微信零钱怎么转到银行卡", "银行卡里的钱怎么充值到微信零钱"),
+    ("余额宝怎么转出到银行卡", "银行卡的钱怎么转入余额宝"),             # a review's pairs
+    ("微信零钱怎么转出到银行卡", "银行卡怎么转钱到微信零钱"),
     ("如何用scp把本机的/var/log/app传输到跳板机的/tmp/logs", "如何用scp把跳板机的/tmp/logs传输到本机的/var/log/app"),
 ]
 
