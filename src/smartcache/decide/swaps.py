@@ -107,9 +107,10 @@ def _edited_turn(mine: tuple[str, ...], theirs: tuple[str, ...]) -> str | None:
     return None
 
 
-# Wordings in which the order of two entities carries meaning: from/to, A vs B.
-_ORDER_MATTERS = re.compile(r"从.+(?:到|去|至)|飞|比|还是|\bfrom\b.+\bto\b|\bvs\.?\b|\bversus\b|\bthan\b|\bor\b|\bbetween\b|"
-                            r"\bto\b.+\bfrom\b")
+# Wordings in which the order of two entities carries meaning: from/to, A vs B. A trip from X
+# may end with 回 / 往 / 返 ("从香港回深圳", "从上海飞往成都", "从广州返深圳"), but not 回答 / 回复.
+_ORDER_MATTERS = re.compile(r"从.+(?:到|去|至|往|返|回(?![答复应顾忆想收报避馈头执]))|飞|比|还是|"
+                            r"\bfrom\b.+\bto\b|\bvs\.?\b|\bversus\b|\bthan\b|\bor\b|\bbetween\b|\bto\b.+\bfrom\b")
 
 
 def _anaphora(x: str, y: str, text_x: str, text_y: str) -> bool:
