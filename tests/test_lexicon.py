@@ -33,6 +33,7 @@ def uses(lex: Lexicon, c: Concept) -> list[str]:
     out += ["pairs"] if c.pairs else []
     out += [c.kind] if c.kind in ("filler", "question", "common", "constraint") else []
     out += ["near_exact"] if c.kind in ("courtesy", "courtesy_inner", "courtesy_lead", "confusable", "asking") else []
+    out += ["frame"] if c.kind == "question_frame" else []   # read by near_exact too, as a use of its own
     return out
 
 
@@ -52,7 +53,7 @@ def agree(use: str, c: Concept, a: str, b: str) -> bool:
         return bool(history.content_words(a) & history.content_words(b))
     if use == "constraint":  # the opener in both, or in a rewording: nothing is added
         return appended_constraint(a, b) is None and appended_constraint(b, a) is None
-    if use == "near_exact":  # a repeat but for courtesy or a slip
+    if use in ("near_exact", "frame"):  # a repeat but for courtesy, a slip or a question's frame
         return near_exact(a, b) is not None
     raise AssertionError(use)
 
@@ -70,7 +71,7 @@ def told_apart(use: str, a: str, b: str) -> bool:
         return not history.content_words(a) & history.content_words(b)
     if use == "constraint":  # one way round: the side that adds the clause is the cached one
         return appended_constraint(a, b) is not None or appended_constraint(b, a) is not None
-    if use == "near_exact":
+    if use in ("near_exact", "frame"):
         return near_exact(a, b) is None
     return False
 

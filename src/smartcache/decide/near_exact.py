@@ -27,6 +27,10 @@ characters), courtesy is dropped at either end (lexicon kind ``courtesy``) or an
 - an English word typed twice, a Chinese character typed twice where the two are no entry of
   jieba's dictionary (屏幕幕; not 人人, nor 下下周), a dropped or added particle (的 呢 吧 啊 呀
   嘛) or article (the);
+- read again where the words as typed are no repeat (``spelt_out``): a contraction spelt out
+  ("what's" / "what is", "don't" / "do not") and the frame of a question (lexicon kind
+  ``question_frame``: how do i / how can i / how does one / how to, 如何 / 怎样 / 怎么, 为啥 /
+  为什么), never in a turn that quotes or asks about words (``_ABOUT_WORDS``);
 - words run together or apart ("e mail" / "email");
 - one word's British and American spellings (``breame``'s table, where the two differ in a
   regular way: practise / practice, colour / color, travelled / traveled), never two words
@@ -127,10 +131,16 @@ def tokens(text: str) -> tuple[str, ...]:
     return _short_tokens(text) if len(text) <= _MEMO_CHARS else _tokens_of(text)
 
 
+def spelt_out(text: str) -> tuple[str, ...]:
+    """``tokens`` with each contraction spelt out (``_SPELT_OUT``: "what's" is "what is", "don't"
+    "do not") and each frame of a question read as its concept's first member (``_framed``)."""
+    return _short_spelt(text) if len(text) <= _MEMO_CHARS else _spelt_of(text)
+
+
 _MEMO_CHARS = 200
 
 
-def _tokens_of(text: str) -> tuple[str, ...]:
+def _tokens_of(text: str, spell: bool = False) -> tuple[str, ...]:
     clauses = [c for c in _CLAUSE.split(text.lower()) if c.strip()]
     opened = False
     while len(clauses) > 1 and _is_courtesy(clauses[0]):
@@ -140,10 +150,46 @@ def _tokens_of(text: str) -> tuple[str, ...]:
     while len(clauses) > 1 and _is_courtesy(clauses[-1]):
         clauses = clauses[:-1]
     clauses = [_asked(c) for c in clauses]
-    return tuple(_drop_inner(_drop_lead([t.replace("'", "") for t in _TOKEN.findall(" ".join(clauses))])))
+    words = _TOKEN.findall(" ".join(clauses))
+    if spell:
+        words = [w for t in words for w in _SPELT_OUT.get(t, (t,))]
+    return tuple(_drop_inner(_drop_lead([t.replace("'", "") for t in words])))
 
 
 _short_tokens = functools.lru_cache(maxsize=8192)(_tokens_of)
+
+
+def _spelt_of(text: str) -> tuple[str, ...]:
+    return _framed(_tokens_of(text, spell=True))
+
+
+_short_spelt = functools.lru_cache(maxsize=8192)(_spelt_of)
+
+
+def _spelt_out_table() -> dict[str, tuple[str, ...]]:
+    """Contractions and what they spell out. Typed without the apostrophe where the string is
+    nothing else ("whats", "dont", "im"); with it only where it stands for another word ("it's" /
+    "its", "we're" / "were", "i'll" / "ill", "we'll" / "well", "let's" / "lets"). Not "he's" /
+    "she's" (is or has) nor "'d" (would or had)."""
+    table: dict[str, tuple[str, ...]] = {}
+    both = {"what's": "what is", "how's": "how is", "where's": "where is", "who's": "who is", "when's": "when is",
+            "why's": "why is", "that's": "that is", "there's": "there is", "here's": "here is", "i'm": "i am",
+            "you're": "you are", "they're": "they are", "i've": "i have", "you've": "you have", "we've": "we have",
+            "they've": "they have", "you'll": "you will", "they'll": "they will", "don't": "do not",
+            "doesn't": "does not", "didn't": "did not", "isn't": "is not", "aren't": "are not", "wasn't": "was not",
+            "weren't": "were not", "can't": "can not", "won't": "will not", "shouldn't": "should not",
+            "couldn't": "could not", "wouldn't": "would not", "haven't": "have not", "hasn't": "has not",
+            "hadn't": "had not", "mustn't": "must not", "needn't": "need not"}
+    with_apostrophe = {"it's": "it is", "we're": "we are", "i'll": "i will", "we'll": "we will", "let's": "let us"}
+    for short, long in both.items():
+        table[short] = table[short.replace("'", "")] = tuple(long.split())
+    for short, long in with_apostrophe.items():
+        table[short] = tuple(long.split())
+    table["cannot"] = ("can", "not")
+    return table
+
+
+_SPELT_OUT = _spelt_out_table()
 _CLOSING_MA = re.compile(r"吗[\s啊呀呢哈]*$")
 
 
@@ -198,6 +244,48 @@ def _drop_inner(out: list[str]) -> list[str]:
     return out
 
 
+# Within two words after a frame, these make it ask something else: how someone feels or looks
+# ("how do i really feel about him", "how do i look"), not how a thing is done; and after 怎么,
+# a negator or a particle (怎么不更新 asks why, 怎么了 what is wrong, 怎么样 how good).
+_NOT_A_METHOD = frozenset({"feel", "feels", "like", "think", "rate", "see", "view", "find", "do", "mean", "look",
+                           "sound", "seem", "appear", "不", "没", "别", "无", "未", "了", "呢", "啊", "吧", "呀", "啦",
+                           "样", "回", "舌"})
+
+
+def _framed(words: tuple[str, ...]) -> tuple[str, ...]:
+    """``words`` with each frame of a question (lexicon kind ``question_frame``) read as its
+    concept's first member: "how can i learn biology" asks what "how do i learn biology" and "how
+    to learn biology" ask, 如何冻结首行 what 怎么冻结首行 asks, 为啥 what 为什么 asks. Not at the
+    end of a turn (这家店如何 is how good the shop is), nor within two words of what makes it ask
+    something else (``_NOT_A_METHOD``: "how do i really feel", 怎么不, 怎么了). Read only where
+    the words as typed are no repeat (a word typed twice or run together beside a frame stays
+    so)."""
+    frames = _frames()
+    out, k = list(words), 0
+    while k < len(out):
+        for frame, canonical in frames.get(out[k], ()):
+            n = len(frame)
+            if tuple(out[k:k + n]) == frame and k + n < len(out) and not _NOT_A_METHOD & set(out[k + n:k + n + 2]):
+                out[k:k + n] = canonical
+                k += len(canonical) - 1
+                break
+        k += 1
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=1)
+def _frames() -> dict[str, tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]]:
+    """Each frame's tokens and its concept's first member's, by the frame's first token, the
+    longest frame first."""
+    by_first: dict[str, list[tuple[tuple[str, ...], tuple[str, ...]]]] = {}
+    split = lambda w: tuple(t.replace("'", "") for t in _TOKEN.findall(w.lower()))
+    for members in concepts_of_kind("question_frame"):
+        canonical = split(members[0])
+        for frame in map(split, members):
+            by_first.setdefault(frame[0], []).append((frame, canonical))
+    return {first: tuple(sorted(fs, key=lambda f: -len(f[0]))) for first, fs in by_first.items()}
+
+
 @functools.lru_cache(maxsize=1)
 def _courtesy_starting() -> dict[str, tuple[tuple[str, ...], ...]]:
     """The inner courtesy phrases by their first token, each token's longest first as in
@@ -241,11 +329,31 @@ def near_exact(a: str, b: str) -> NearExact | None:
     if _symbols(a) != _symbols(b):
         return None
     ta, tb = tokens(a), tokens(b)
+    found = _compared(a, b, ta, tb)
+    if found is None and not (_ABOUT_WORDS.search(a) or _ABOUT_WORDS.search(b)):
+        # The same question with its contractions spelt out, or in another frame; a slip is
+        # counted against the words as typed (a frame spelt longer allows no more of them).
+        fa, fb = spelt_out(a), spelt_out(b)
+        if (fa, fb) != (ta, tb):
+            found = _compared(a, b, fa, fb, size=max(len(ta), len(tb)))
+            if found is not None:
+                found = NearExact(("another form of the question",) + found.edits)
+    return found
+
+
+# A turn that quotes something or asks about words themselves: a contraction or a frame is then
+# what is asked about ("is 'i'm' correct", "what does can't mean").
+_ABOUT_WORDS = re.compile(r"[\"“”「」『』]|(?<![a-z])'|'(?![a-z])|\b(?:grammar|grammatical\w*|correct|incorrect|"
+                          r"pronounc\w*|spell\w*|contraction\w*|sentence|phrase|word|words|mean|means|meaning|"
+                          r"say|said|translat\w*)\b|语法|翻译|意思|怎么说|怎么读|怎么写")
+
+
+def _compared(a: str, b: str, ta: tuple[str, ...], tb: tuple[str, ...], size: int | None = None) -> NearExact | None:
     if ta == tb:
         return NearExact(_courtesy_edits(a, b))
     if "".join(ta) == "".join(tb):          # run together or apart: "e mail" / "email"
         return NearExact(("spacing",)) if _spacing(ta, tb) else None
-    budget = 1 + max(len(ta), len(tb)) // 5
+    budget = 1 + (size if size is not None else max(len(ta), len(tb))) // 5
     edits: list[str] = []
     typos = 0
     for op, i1, i2, j1, j2 in Levenshtein.opcodes(ta, tb):
@@ -347,7 +455,8 @@ def near_repeat(request: Signature, cached: Signature) -> NearExact | None:
 
 
 def _negators(text: str) -> tuple[str, ...]:
-    return tuple(t for t in tokens(text) if t in _NEGATORS)
+    """The negators in order, contractions spelt out ("don't" and "do not" both hold "not")."""
+    return tuple(t for t in spelt_out(text) if t in _NEGATORS)
 
 
 def _numbers(entities: Sequence[str]) -> list[str]:

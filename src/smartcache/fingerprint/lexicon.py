@@ -23,7 +23,8 @@ from smartcache.errors import ConfigError
 
 LANGUAGES = ("zh", "en")      # the order the tables are built in
 KINDS = frozenset({"synonyms", "action", "antonym", "opposites", "filler", "question", "common",
-                   "constraint", "courtesy", "courtesy_inner", "courtesy_lead", "confusable", "asking"})
+                   "constraint", "courtesy", "courtesy_inner", "courtesy_lead", "confusable", "asking",
+                   "question_frame"})
 USES = ("synonyms", "action", "antonym")   # the uses a member can be left out of (``not_in``)
 _KEYS = frozenset({"kind", "words", "patterns", "opposite", "pairs", "synonyms", "form", "not_in", "examples", "since"})
 
