@@ -27,6 +27,15 @@ PERSONAL = [
     "我生日是几号来着",
     "How old is my son?",
     "我家狗叫什么",
+    # a name with a surname, part of a card number, an id given with its marker (stop 47)
+    "Hi, I'm Priya Nair, my card ends in 4821. I was charged twice.",
+    "I can see order #48213, a blender, shipped on Monday.",
+    "Can you check booking reference AB12345 for me?",
+    "尾号4821的信用卡被重复扣款了",
+    "订单号20231104123什么时候发货",
+    # an answer that rests on what the user said about themselves
+    "Based on my goals, how many calories should I eat per day?",
+    "根据我的情况，应该选哪种保险",
 ]
 NOT_PERSONAL = [
     "How do I track my order?",
@@ -39,6 +48,12 @@ NOT_PERSONAL = [
     "信用卡逾期一天有影响吗",
     "一斤等于多少克来着",
     "珠峰有多高",
+    "I'm new here, how do I post a question?",
+    "I'm Italian, what should I cook for Christmas?",
+    "What does error code 4821 mean?",
+    "Where is the order number printed on a receipt?",
+    "订单号在哪里看",
+    "What is a good daily calorie goal for weight loss?",
 ]
 
 

@@ -31,6 +31,16 @@ another person ask about another person's records.
     (True, True)
     >>> personal_data("How do I cancel my order?") is None, personal_data("退款一般多久到账") is None
     (True, True)
+
+A name with a surname, part of a card number, an id given with its marker, or an answer that
+rests on what the user said about themselves:
+
+    >>> personal_data("Hi, I'm Priya Nair, my card ends in 4821."), personal_data("I see order #48213")
+    ('own name', 'card, order or booking number')
+    >>> personal_data("尾号4821的卡被扣了两次"), personal_data("Based on my goals, how many calories a day?")
+    ('card, order or booking number', "the user's own facts")
+    >>> personal_data("I'm new here, how do I post?") is None, personal_data("What does error 4821 mean?") is None
+    (True, True)
 """
 
 from __future__ import annotations
@@ -44,6 +54,26 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
                                       r"\d{17}[\dXx]")),
     ("own name", re.compile(r"\bmy name is\b|\bi am called\b|\bcall me [A-Z]|我叫|我的名字(?:是|叫)|本人(?:姓|叫)",
                             re.I)),
+    # A first and a last name after "I'm", closing its clause ("Hi, I'm Priya Nair, my card …");
+    # as sent, so the capitals tell a name from "I'm new here" or "I'm Italian", and the clause's
+    # end from a title ("I'm Feeling Lucky" on the Google home page).
+    ("own name", re.compile(r"\b(?:I'm|I’m|I am|This is)\s+[A-Z][a-z]+\s+[A-Z][a-z]+"
+                            r"(?=\s*(?:[,.;!]|$|\b(?:and|from|here)\b))")),
+    # Part of a card or an account number ("my card ends in 4821", 尾号4821), or an id given with
+    # its marker ("order #48213", "booking reference AB1234", 订单号 20231104): one customer's.
+    ("card, order or booking number", re.compile(
+        r"\b(?:ends?|ending) (?:in|with)\s*\d{3,4}\b|\blast (?:four|4) digits\b[^.?!]{0,12}\d{4}|"
+        r"\b(?:order|booking|reservation|ticket|case|claim|tracking|confirmation|reference|ref|invoice|policy|"
+        r"member(?:ship)?|customer)\s*(?:number|no\.?|#|id|code|reference|ref)\s*[:：]?\s*#?\s*[a-z0-9-]*\d{4,}|"
+        r"\b(?:order|booking|invoice|ticket)\s*#\s*[a-z0-9-]*\d{3,}|"
+        r"尾号\s*\d{3,4}|后四位\s*(?:是)?\s*\d{4}|(?:订单|运单|快递单|工单|预约|保单|会员|航班|票)号\s*[:：]?\s*[a-z0-9-]*\d{4,}",
+        re.I)),
+    # An answer that rests on what this user said about themselves ("based on my goals", 根据我的情况).
+    ("the user's own facts", re.compile(
+        r"\b(?:based on|given|according to|considering) my (?:[\w-]+ )?(?:goals?|situation|profile|numbers|"
+        r"stats|data|results|history|info|information|details|budget|income|symptoms|measurements|weight|"
+        r"height|age|needs|schedule|plan)\b|根据我(?:的|之前|刚才)|按(?:照)?我的(?:情况|条件|预算|身高|体重|需求)",
+        re.I)),
     # Asking about one's own records rather than how something works: "where is my order",
     # "what's the balance on my checking account", 帮我查下储蓄卡余额, 我的订单怎么还没发货.
     # Not "how do I cancel my order" nor "when will my refund arrive", which every customer
