@@ -260,6 +260,14 @@ DIFFERENT += [
     # a turn about words: the contraction or the frame is what is asked
     ("Is 'I'm' correct here?", "Is 'I am' correct here?"),
     ("what does can't mean in this sentence", "what does can not mean in this sentence"),
+    # a second review's: a double negative, "im" spelt out beside "iam", code, a form or a title asked about
+    ("it isn't not working", "it is not working"),
+    ("you can't not vote in australia", "you can not vote in australia"),
+    ("write an iam policy for s3", "write an im policy for s3"),
+    ("why does `echo can't` hang in bash", "why does `echo can not` hang in bash"),
+    ("is it ok to use don't in a formal essay", "is it ok to use do not in a formal essay"),
+    ("who sang I'll Be There", "who sang I Will Be There"),
+    ("make a sign that says do not enter", "make a sign that says don't enter"),
     # 怎么 before a negator asks why, 怎么了 what is wrong
     ("电脑如何不自动更新", "电脑怎么不自动更新"),
     ("我的订单怎样了", "我的订单怎么了"),

@@ -11,8 +11,12 @@ from smartcache import SmartCache, load_config
 from smartcache.context.normalize import normalize_text
 from smartcache.decide.swaps import _ORDER_MATTERS
 
-RETURN_TRIPS = ["从香港过关回深圳", "从上海飞往成都", "从广州返回深圳", "从公司回家要多久", "from Rome back to Paris"]
-NO_TRIP = ["从这个角度回答一下", "从头回顾一下这本书", "从客户的角度回复这封邮件", "从零开始学吉他"]
+RETURN_TRIPS = ["从香港过关回深圳", "从上海开往成都", "从公司回家要多久", "从机场前往市区", "from Rome back to Paris"]
+# Not a trip: 从 as "ever" / "engage in" / "obey", 往往 (often), a function's 返回, 一回事, 回滚, 回调 (a review's).
+NO_TRIP = ["从这个角度回答一下", "从头回顾一下这本书", "从客户的角度回复这封邮件", "从零开始学吉他",
+           "从零学Python和Java往往需要多久", "从Git和SVN迁移代码后怎么回滚", "我从来没回过北京和上海",
+           "从本质上说，TCP和UDP是一回事吗", "从事Python和Java开发，回国好找工作吗", "如何从API返回JSON和XML",
+           "服从安排，周一和周二回公司", "从函数返回多个值，Python和Go哪个方便"]
 
 
 @pytest.mark.parametrize("text", RETURN_TRIPS)
@@ -42,7 +46,7 @@ def lookup():
 @pytest.mark.parametrize("cached,probe", [
     ("从深圳福田口岸过关去香港要注意什么？", "从香港过关回深圳福田口岸要注意什么？"),
     ("从北京去上海怎么走", "从上海回北京怎么走"),
-    ("从广州返回深圳的大巴几点发车", "从深圳返回广州的大巴几点发车"),
+    ("从广州回深圳的大巴几点发车", "从深圳回广州的大巴几点发车"),
 ])
 def test_the_return_trip_is_refused_as_the_other_direction(lookup, cached, probe):
     found = lookup(cached, probe)

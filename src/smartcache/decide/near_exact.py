@@ -332,27 +332,35 @@ def near_exact(a: str, b: str) -> NearExact | None:
     found = _compared(a, b, ta, tb)
     if found is None and not (_ABOUT_WORDS.search(a) or _ABOUT_WORDS.search(b)):
         # The same question with its contractions spelt out, or in another frame; a slip is
-        # counted against the words as typed (a frame spelt longer allows no more of them).
+        # counted against the words as typed (a frame spelt longer allows no more of them), and
+        # the negators must be the same ones ("isn't not" is no "is not").
         fa, fb = spelt_out(a), spelt_out(b)
-        if (fa, fb) != (ta, tb):
+        if (fa, fb) != (ta, tb) and _negators(a) == _negators(b):
             found = _compared(a, b, fa, fb, size=max(len(ta), len(tb)))
             if found is not None:
                 found = NearExact(("another form of the question",) + found.edits)
     return found
 
 
-# A turn that quotes something or asks about words themselves: a contraction or a frame is then
-# what is asked about ("is 'i'm' correct", "what does can't mean").
-_ABOUT_WORDS = re.compile(r"[\"“”「」『』]|(?<![a-z])'|'(?![a-z])|\b(?:grammar|grammatical\w*|correct|incorrect|"
+# A turn that quotes something, holds code, or asks about words, text or titles themselves: a
+# contraction or a frame is then what is asked about ("is 'i'm' correct", "what does can't mean",
+# "can i use don't in a formal essay", "grep lines containing can't", "who sang i'll be there").
+_ABOUT_WORDS = re.compile(r"[\"“”「」『』`]|(?<![a-z])'|'(?![a-z])|\b(?:grammar|grammatical\w*|correct|incorrect|"
                           r"pronounc\w*|spell\w*|contraction\w*|sentence|phrase|word|words|mean|means|meaning|"
-                          r"say|said|translat\w*)\b|语法|翻译|意思|怎么说|怎么读|怎么写")
+                          r"say|says|said|saying|translat\w*|formal|informal|essay|writing|grep|contain\w*|"
+                          r"title\w*|song|songs|sang|sing|sung|lyrics?|quote\w*|album|poem)\b|"
+                          r"语法|翻译|意思|怎么说|怎么读|怎么写|歌|书名|标题")
 
 
 def _compared(a: str, b: str, ta: tuple[str, ...], tb: tuple[str, ...], size: int | None = None) -> NearExact | None:
+    """``near_exact`` on two token sequences; ``size``: the typed length the slips are budgeted
+    on, given for a second reading (``spelt_out``), whose words are no longer as typed: no words
+    run together or apart are read there ("iam" is no "i am" spelt out of "im")."""
+    typed = size is None
     if ta == tb:
         return NearExact(_courtesy_edits(a, b))
     if "".join(ta) == "".join(tb):          # run together or apart: "e mail" / "email"
-        return NearExact(("spacing",)) if _spacing(ta, tb) else None
+        return NearExact(("spacing",)) if typed and _spacing(ta, tb) else None
     budget = 1 + (size if size is not None else max(len(ta), len(tb))) // 5
     edits: list[str] = []
     typos = 0
@@ -371,7 +379,7 @@ def _compared(a: str, b: str, ta: tuple[str, ...], tb: tuple[str, ...], size: in
                 edits.append(f"{'-' if op == 'delete' else '+'}{seq[k]}")
             continue
         if i2 - i1 != j2 - j1:
-            if "".join(ta[i1:i2]) == "".join(tb[j1:j2]) and _spacing(ta[i1:i2], tb[j1:j2]):
+            if typed and "".join(ta[i1:i2]) == "".join(tb[j1:j2]) and _spacing(ta[i1:i2], tb[j1:j2]):
                 edits.append("spacing")
                 continue
             return None
@@ -485,7 +493,8 @@ def _droppable(seq: Sequence[str], k: int) -> bool:
     if _CJK.fullmatch(word):
         return word not in _NEGATORS and word not in _NUMERALS and word not in _POSITIONS \
             and word * 2 not in _jieba().FREQ
-    return word.isascii() and word.isalpha()
+    # Not a negator: "not not" is a double negative ("it isn't not working").
+    return word.isascii() and word.isalpha() and word not in _NEGATORS
 
 
 # The regular ways British and American spellings differ (colour / color, organise / organize,

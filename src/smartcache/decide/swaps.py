@@ -108,8 +108,11 @@ def _edited_turn(mine: tuple[str, ...], theirs: tuple[str, ...]) -> str | None:
 
 
 # Wordings in which the order of two entities carries meaning: from/to, A vs B. A trip from X
-# may end with 回 / 往 / 返 ("从香港回深圳", "从上海飞往成都", "从广州返深圳"), but not 回答 / 回复.
-_ORDER_MATTERS = re.compile(r"从.+(?:到|去|至|往|返|回(?![答复应顾忆想收报避馈头执]))|飞|比|还是|"
+# may also end with 回 or a 往 of going ("从香港过关回深圳", "从上海开往成都"), close after its 从,
+# in one clause: not 从来 / 从事 / 服从, 往往, 返回 (a function's value as often as a trip), 一回事,
+# 回答 / 回复 / 回滚 / 回调 and the like (a review's pairs: tests/test_return_trips.py).
+_ORDER_MATTERS = re.compile(r"从.+(?:到|去|至)|(?<!服)从(?![来未小此事零头不没而容前])[^，。？！,.?!；;]{1,12}?"
+                            r"(?:飞往|开往|前往|去往|驶往|(?<![返一])回(?![答复应顾忆想收报避馈头执滚调车事]))|飞|比|还是|"
                             r"\bfrom\b.+\bto\b|\bvs\.?\b|\bversus\b|\bthan\b|\bor\b|\bbetween\b|\bto\b.+\bfrom\b")
 
 
