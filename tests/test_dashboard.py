@@ -49,7 +49,8 @@ def drive_traffic(base: str, headers: dict[str, str] | None = None) -> None:
                                   json={**body, "messages": [{"role": "user", "content": text}]})
     assert ask("How do I reset my password?").status_code == 200
     wait_until_served(base, h["x-session-id"])
-    assert ask("How can I reset my password").headers["x-smartcache-status"] == "hit"
+    # A paraphrase the verifier serves ("How can I …" is near-exact: another form of the question).
+    assert ask("How would I reset my password?").headers["x-smartcache-status"] == "hit"
     assert ask("How do I uninstall docker on ubuntu?").status_code == 200
 
 

@@ -54,7 +54,8 @@ def test_miss_then_paraphrase_hit_without_the_engine(any_client):
     assert first.status_code == 200 and first.headers["x-smartcache-status"] == "miss"
     answer = first.json()["choices"][0]["message"]["content"]
     work_before = engine_work(engine)
-    second = chat(client, [SYSTEM, U("How can I reset my password")])
+    # a paraphrase the verifier serves ("How can I …" is near-exact: another form of the question)
+    second = chat(client, [SYSTEM, U("How would I reset my password?")])
     assert second.headers["x-smartcache-status"] == "hit", second.headers
     assert second.json()["choices"][0]["message"]["content"] == answer
     assert engine_work(engine) == work_before                           # the engine was not touched

@@ -36,6 +36,12 @@ PERSONAL = [
     # an answer that rests on what the user said about themselves
     "Based on my goals, how many calories should I eat per day?",
     "根据我的情况，应该选哪种保险",
+    # a review's: other ways to give a card's ending, a name
+    "my card ending 4821 was declined",
+    "Visa ending in ****4821",
+    "the last four digits of my card are 4821",
+    "卡号末四位4821被冻结了",
+    "My name's Priya Nair and I need a refund",
 ]
 NOT_PERSONAL = [
     "How do I track my order?",
@@ -54,6 +60,10 @@ NOT_PERSONAL = [
     "Where is the order number printed on a receipt?",
     "订单号在哪里看",
     "What is a good daily calorie goal for weight loss?",
+    "Windows 10 support ends in 2025.",                   # an ending that is no card's
+    "What are the last 4 digits of 7^2024?",
+    "根据我的理解，这个说法对吗",
+    "This is Microsoft Excel, a spreadsheet program.",
 ]
 
 

@@ -30,7 +30,8 @@ characters), courtesy is dropped at either end (lexicon kind ``courtesy``) or an
 - read again where the words as typed are no repeat (``spelt_out``): a contraction spelt out
   ("what's" / "what is", "don't" / "do not") and the frame of a question (lexicon kind
   ``question_frame``: how do i / how can i / how does one / how to, 如何 / 怎样 / 怎么, 为啥 /
-  为什么), never in a turn that quotes or asks about words (``_ABOUT_WORDS``);
+  为什么), never in a turn that quotes, holds code or asks about words, text or titles
+  (``_ABOUT_WORDS``), and with the same negators;
 - words run together or apart ("e mail" / "email");
 - one word's British and American spellings (``breame``'s table, where the two differ in a
   regular way: practise / practice, colour / color, travelled / traveled), never two words

@@ -48,31 +48,38 @@ from __future__ import annotations
 import re
 
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("e-mail address", re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")),
+    # Starting only where a run of address characters starts: a long run is scanned once, not once a character.
+    ("e-mail address", re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+")),
     # Six digits or more in one run, or groups of digits joined by spaces or dashes (a phone, a card, an IBAN).
     ("phone or id number", re.compile(r"(?<!\d)(?:\d[ -]?){6,}\d(?!\d)|\b[A-Z]{2}\d{2}[A-Z0-9]{10,30}\b|"
                                       r"\d{17}[\dXx]")),
-    ("own name", re.compile(r"\bmy name is\b|\bi am called\b|\bcall me [A-Z]|我叫|我的名字(?:是|叫)|本人(?:姓|叫)",
-                            re.I)),
+    ("own name", re.compile(r"\bmy name(?: is|'s|’s)\b|\bi am called\b|\bcall me [A-Z]|我叫|我的名字(?:是|叫)|"
+                            r"本人(?:姓|叫)", re.I)),
     # A first and a last name after "I'm", closing its clause ("Hi, I'm Priya Nair, my card …");
     # as sent, so the capitals tell a name from "I'm new here" or "I'm Italian", and the clause's
     # end from a title ("I'm Feeling Lucky" on the Google home page).
-    ("own name", re.compile(r"\b(?:I'm|I’m|I am|This is)\s+[A-Z][a-z]+\s+[A-Z][a-z]+"
-                            r"(?=\s*(?:[,.;!]|$|\b(?:and|from|here)\b))")),
+    ("own name", re.compile(r"\b(?:I'm|I’m|I am)\s+[A-Z][a-z]+\s+[A-Z][a-z]+"
+                            r"(?=\s*(?:[,.;:!(—\n-]|$|\b(?:and|from|here|with|calling|speaking)\b))")),
     # Part of a card or an account number ("my card ends in 4821", 尾号4821), or an id given with
-    # its marker ("order #48213", "booking reference AB1234", 订单号 20231104): one customer's.
+    # its marker ("order #48213", "booking reference AB1234", 订单号 20231104): one customer's. A
+    # card's ending needs a card or an account before it ("support ends in 2025" is no card). No
+    # two unbounded runs of one class sit side by side: long blank runs stay linear.
     ("card, order or booking number", re.compile(
-        r"\b(?:ends?|ending) (?:in|with)\s*\d{3,4}\b|\blast (?:four|4) digits\b[^.?!]{0,12}\d{4}|"
+        r"\b(?:card|account|acct|visa|mastercard|amex|debit|credit)\b[^.?!]{0,25}?"
+        r"\b(?:(?:ends?|ending)(?: in| with)?|last (?:four|4)(?: digits)?(?: (?:is|are))?)\s*:?[*x•\s-]{0,20}\d{4}\b|"
+        r"\blast (?:four|4) digits of (?:my|the|your) (?:card|account)\b[^.?!]{0,15}?\d{4}\b|"
         r"\b(?:order|booking|reservation|ticket|case|claim|tracking|confirmation|reference|ref|invoice|policy|"
-        r"member(?:ship)?|customer)\s*(?:number|no\.?|#|id|code|reference|ref)\s*[:：]?\s*#?\s*[a-z0-9-]*\d{4,}|"
+        r"member(?:ship)?|customer)\s*(?:number|no\.?|#|id|code|reference|ref)(?:\s*[:：#])*\s*[a-z0-9-]*\d{4,}|"
         r"\b(?:order|booking|invoice|ticket)\s*#\s*[a-z0-9-]*\d{3,}|"
-        r"尾号\s*\d{3,4}|后四位\s*(?:是)?\s*\d{4}|(?:订单|运单|快递单|工单|预约|保单|会员|航班|票)号\s*[:：]?\s*[a-z0-9-]*\d{4,}",
+        r"尾(?:号|数)(?:是|为)?\s*\d{3,4}|(?:后|末)(?:四|4)位(?:是|为)?\s*\d{4}|"
+        r"(?:订单|运单|快递单|工单|预约|保单|会员|航班|票)(?:编)?号(?:\s*[:：])?\s*[a-z0-9-]*\d{4,}",
         re.I)),
     # An answer that rests on what this user said about themselves ("based on my goals", 根据我的情况).
     ("the user's own facts", re.compile(
-        r"\b(?:based on|given|according to|considering) my (?:[\w-]+ )?(?:goals?|situation|profile|numbers|"
+        r"\b(?:based on|given|according to|considering) my (?:[\w-]+ ){0,2}(?:goals?|situation|profile|numbers|"
         r"stats|data|results|history|info|information|details|budget|income|symptoms|measurements|weight|"
-        r"height|age|needs|schedule|plan)\b|根据我(?:的|之前|刚才)|按(?:照)?我的(?:情况|条件|预算|身高|体重|需求)",
+        r"height|age|needs|schedule|plan|preferences|circumstances)\b|\bbased on what i (?:told|said|gave)\b|"
+        r"(?:根据|结合|针对|按照?)我的(?:情况|条件|信息|资料|需求|预算|数据|身高|体重)|根据我(?:之前|刚才)(?:说|提供|告诉)",
         re.I)),
     # Asking about one's own records rather than how something works: "where is my order",
     # "what's the balance on my checking account", 帮我查下储蓄卡余额, 我的订单怎么还没发货.
