@@ -49,6 +49,19 @@ def cache(make_cache):
     return make_cache()
 
 
+@pytest.fixture(scope="module")
+def one_pair(encoder):
+    """Look ``probe`` up in a fresh memory cache holding ``cached`` alone, promoted, one session."""
+    config = load_config(store={"backend": "memory"})
+
+    def run(cached: str, probe: str):
+        fresh = SmartCache(config, encoder=encoder)
+        stored = fresh.store([U(cached)], "an answer", session="s")
+        fresh.promote(stored.cache_id)
+        return fresh.lookup([U(probe)], session="s")
+    return run
+
+
 def U(text: str) -> dict:
     return {"role": "user", "content": text}
 

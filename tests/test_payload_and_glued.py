@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import pytest
 
-from smartcache import SmartCache, load_config
 from smartcache.context import normalize_text
 from smartcache.decide.swaps import payload_replaced
 
@@ -46,15 +45,8 @@ def test_the_same_string_reworded_around_it_or_on_one_side_only_is_not(a, b):
 
 
 @pytest.fixture(scope="module")
-def lookup(encoder):
-    config = load_config(store={"backend": "memory"})
-
-    def run(cached: str, probe: str):
-        cache = SmartCache(config, encoder=encoder)
-        stored = cache.store([{"role": "user", "content": cached}], "an answer", session="s")
-        cache.promote(stored.cache_id)
-        return cache.lookup([{"role": "user", "content": probe}], session="s")
-    return run
+def lookup(one_pair):
+    return one_pair
 
 
 @pytest.mark.integration

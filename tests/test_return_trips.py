@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pytest
 
-from smartcache import SmartCache, load_config
 from smartcache.context.normalize import normalize_text
 from smartcache.decide.swaps import _ORDER_MATTERS
 
@@ -30,16 +29,8 @@ def test_answering_or_reviewing_from_a_point_of_view_is_no_trip(text):
 
 
 @pytest.fixture(scope="module")
-def lookup():
-    config = load_config(store={"backend": "memory"})
-    encoder = SmartCache(config).encoder
-
-    def run(cached: str, probe: str):
-        cache = SmartCache(config, encoder=encoder)
-        stored = cache.store([{"role": "user", "content": cached}], "an answer", session="s")
-        cache.promote(stored.cache_id)
-        return cache.lookup([{"role": "user", "content": probe}], session="s")
-    return run
+def lookup(one_pair):
+    return one_pair
 
 
 @pytest.mark.integration
