@@ -34,6 +34,7 @@ def uses(lex: Lexicon, c: Concept) -> list[str]:
     out += [c.kind] if c.kind in ("filler", "question", "common", "constraint") else []
     out += ["near_exact"] if c.kind in ("courtesy", "courtesy_inner", "courtesy_lead", "confusable", "asking") else []
     out += ["frame"] if c.kind == "question_frame" else []   # read by near_exact too, as a use of its own
+    out += ["generic"] if c.kind == "generic_action" else []
     return out
 
 
@@ -55,7 +56,13 @@ def agree(use: str, c: Concept, a: str, b: str) -> bool:
         return appended_constraint(a, b) is None and appended_constraint(b, a) is None
     if use in ("near_exact", "frame"):  # a repeat but for courtesy, a slip or a question's frame
         return near_exact(a, b) is not None
+    if use == "generic":    # the verb stands for the other side's class
+        return not _actions_conflict(a, b) and c.name in tags.generic_verbs(a) + tags.generic_verbs(b)
     raise AssertionError(use)
+
+
+def _actions_conflict(a: str, b: str) -> bool:
+    return tags.actions_conflict(a, tags.task_actions(a), b, tags.task_actions(b))
 
 
 def told_apart(use: str, a: str, b: str) -> bool:
@@ -73,6 +80,8 @@ def told_apart(use: str, a: str, b: str) -> bool:
         return appended_constraint(a, b) is not None or appended_constraint(b, a) is not None
     if use in ("near_exact", "frame"):
         return near_exact(a, b) is None
+    if use == "generic":
+        return _actions_conflict(a, b)
     return False
 
 
@@ -144,8 +153,12 @@ examples.same = [["怎么开启", "如何开启"]]
     (GOOD + 'colour = "red"\n', "unknown keys"),
     (GOOD.replace('["怎么开启", "如何开启"]', '["怎么开启"]'), "pairs"),
     (GOOD + "form = true\n", "needs a synonym group"),
+    (GOOD + 'stands_for = ["enable"]\n', "and only one"),
+    (GOOD.replace('"action"', '"generic_action"'), "and only one"),
+    (GOOD.replace('"action"', '"generic_action"') + 'stands_for = ["refund"]\n', "names no action class"),
 ], ids=["toml", "no-version", "version-type", "kind", "no-examples", "words-type", "regex", "opposite",
-        "not-in", "unknown-key", "example-pair", "form-without-group"])
+        "not-in", "unknown-key", "example-pair", "form-without-group", "stands-for-on-action", "generic-without",
+        "stands-for-stranger"])
 def test_malformed_file_is_a_config_error(text: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         parse_lexicon(text, "zh", "test.toml")

@@ -64,8 +64,11 @@ from smartcache.decide.swaps import (
     substituted_spans,
 )
 from smartcache.decide.tokens import _common_share, _is_question_words, diff
-from smartcache.fingerprint import ChangeFlag, Fingerprint, Signature, has_reference, skeletons_conflict
+from smartcache.fingerprint import (
+    ChangeFlag, Fingerprint, Signature, actions_conflict, has_reference, skeletons_conflict,
+)
 from smartcache.fingerprint.entities import style_register
+from smartcache.fingerprint.tags import actions_named
 from smartcache.store import Entry, Scope
 
 # Entity kinds whose values are numbers: one replaced by another is a different request.
@@ -387,9 +390,13 @@ def _intent(tally: _Tally, probe: Signature, cached: Signature, diff: _Diff) -> 
     put("skeleton_equal", float(probe.skeleton == cached.skeleton))
     if skeletons_conflict(probe.skeleton, cached.skeleton):
         signal("task_skeleton", f"{probe.skeleton!r} is not {cached.skeleton!r}", "skeleton_conflict")
-    if probe.actions and cached.actions and probe.actions != cached.actions:
-        signal("task_action", f"asks to {list(probe.actions)}, not {list(cached.actions)}", "actions_differ")
-    put("actions_one_side", float(bool(probe.actions) != bool(cached.actions)))
+    # A generic verb against a class it cannot stand for reads as two classes that differ, the
+    # shape the verifier was trained on ("create a new database" / "back up a database").
+    differ = actions_conflict(probe.text, probe.actions, cached.text, cached.actions)
+    if differ:
+        signal("task_action", f"asks to {actions_named(probe.text, probe.actions)}, "
+                              f"not {actions_named(cached.text, cached.actions)}", "actions_differ")
+    put("actions_one_side", float(bool(probe.actions) != bool(cached.actions) and not differ))
     put("negations_probe", min(probe.negations, 3))
     put("negations_cached", min(cached.negations, 3))
     if probe.negations % 2 != cached.negations % 2:

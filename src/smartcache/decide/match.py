@@ -33,7 +33,8 @@ from smartcache.decide.swaps import (
 )
 from smartcache.decide.thresholds import Thresholds
 from smartcache.decide.tokens import _is_question_words, _tokens  # noqa: F401  (_tokens: tests read it here)
-from smartcache.fingerprint import ChangeFlag, Fingerprint, has_reference, skeletons_conflict
+from smartcache.fingerprint import ChangeFlag, Fingerprint, actions_conflict, has_reference, skeletons_conflict
+from smartcache.fingerprint.tags import actions_named
 from smartcache.store import Entry, Scope
 
 
@@ -163,8 +164,9 @@ def _intent_verdict(fp: Fingerprint, entry: Entry, switches: Switches, context: 
         return verdict(Zone.MISS, "negated", "one request says 不 / 没 where the other does not", context)
     if skeletons_conflict(probe.skeleton, cached.skeleton):
         return verdict(Zone.MISS, "task_skeleton", f"{probe.skeleton!r} is not {cached.skeleton!r}", context)
-    if probe.actions and cached.actions and probe.actions != cached.actions:
-        return verdict(Zone.MISS, "task_action", f"asks to {list(probe.actions)}, not {list(cached.actions)}", context)
+    if actions_conflict(probe.text, probe.actions, cached.text, cached.actions):
+        return verdict(Zone.MISS, "task_action", f"asks to {actions_named(probe.text, probe.actions)}, "
+                                                 f"not {actions_named(cached.text, cached.actions)}", context)
     return None
 
 

@@ -1,7 +1,7 @@
 r"""Language knowledge as data: the lexicon files ``data/lexicon/{zh,en}.toml`` and their loader.
 
 Each concept is defined once, in its language's file, and the rule tables are derived
-from it: ``tags._ACTIONS`` and ``tags.ANTONYMS`` (regex parts), ``tokens._SYNONYMS``,
+from it: ``tags._ACTIONS``, ``tags._GENERIC`` and ``tags.ANTONYMS`` (regex parts), ``tokens._SYNONYMS``,
 ``tokens._FORM_GROUPS``, ``swaps._OPPOSITES``, ``tokens._FILLER``,
 ``tokens._QUESTION_WORDS`` and ``appended._CONSTRAINT``. The schema is written at the top of each file.
 
@@ -24,9 +24,10 @@ from smartcache.errors import ConfigError
 LANGUAGES = ("zh", "en")      # the order the tables are built in
 KINDS = frozenset({"synonyms", "action", "antonym", "opposites", "filler", "question", "common",
                    "constraint", "courtesy", "courtesy_inner", "courtesy_lead", "confusable", "asking",
-                   "question_frame"})
+                   "question_frame", "generic_action"})
 USES = ("synonyms", "action", "antonym")   # the uses a member can be left out of (``not_in``)
-_KEYS = frozenset({"kind", "words", "patterns", "opposite", "pairs", "synonyms", "form", "not_in", "examples", "since"})
+_KEYS = frozenset({"kind", "words", "patterns", "opposite", "pairs", "synonyms", "form", "not_in", "examples", "since",
+                   "stands_for"})
 
 Pair = tuple[str, str]
 
@@ -47,11 +48,13 @@ class Concept:
     same: tuple[Pair, ...] = ()       # examples the concept's rules must not tell apart
     different: tuple[Pair, ...] = ()  # examples they must tell apart
     since: int = 1                    # the lexicon version that added its opposite pair (the pairs' order)
+    stands_for: tuple[str, ...] = ()  # generic_action: the action classes it may be asked as
 
     def members(self, use: str) -> tuple[str, ...]:
         """The words (and, for the regex uses, patterns) of one use, in file order."""
         left_out = dict(self.not_in).get(use, frozenset())
-        items = self.words + (self.patterns if use in ("action", "antonym", "constraint", "asking") else ())
+        items = self.words + (self.patterns if use in ("action", "antonym", "constraint", "asking", "generic_action")
+                              else ())
         return tuple(m for m in items if m not in left_out)
 
 
@@ -142,9 +145,13 @@ def _concept(name: str, raw: object, source: str) -> Concept:
     if not isinstance(since, int) or isinstance(since, bool) or since < 1 or "since" in raw and opposite is None:
         raise _fail(source, f"{where}.since is the version that added its opposite pair (a positive integer, "
                             f"with opposite)")
+    stands_for = _strings(raw.get("stands_for", []), f"{where}.stands_for", source)
+    if kind == "generic_action" and not stands_for or kind != "generic_action" and "stands_for" in raw:
+        raise _fail(source, f"{where}: a generic_action concept, and only one, names the action classes it "
+                            f"stands_for")
     return Concept(name, kind, words, patterns, opposite, pairs, synonyms=synonyms,
                    form=flags["form"], not_in=tuple(sorted(left_out.items())), same=same, different=different,
-                   since=since)
+                   since=since, stands_for=stands_for)
 
 
 def parse_lexicon(text: str, lang: str, source: str = "<text>") -> Lexicon:
@@ -160,9 +167,13 @@ def parse_lexicon(text: str, lang: str, source: str = "<text>") -> Lexicon:
         raise _fail(source, "holds 'version' and [concept.NAME] tables, nothing else")
     concepts = tuple(_concept(name, raw, source) for name, raw in data["concept"].items())
     names = {c.name for c in concepts}
+    actions = {c.name for c in concepts if c.kind == "action"}
     for c in concepts:
         if c.opposite is not None and c.opposite not in names:
             raise _fail(source, f"concept.{c.name}.opposite names no concept: {c.opposite!r}")
+        if not set(c.stands_for) <= actions:
+            raise _fail(source, f"concept.{c.name}.stands_for names no action class: "
+                                f"{sorted(set(c.stands_for) - actions)}")
     return Lexicon(lang, version, concepts)
 
 
@@ -194,6 +205,18 @@ def action_classes() -> dict[str, list[str]]:
         for c in lex.concepts:
             if c.kind == "action":
                 out.setdefault(c.name, []).extend(_regex_parts(c, "action"))
+    return out
+
+
+def generic_actions() -> dict[str, tuple[list[str], frozenset[str]]]:
+    """Generic verb name -> (regex parts, the action classes it may stand for), both languages'
+    members joined under one name ("create": create / 创建 / 新建)."""
+    out: dict[str, tuple[list[str], frozenset[str]]] = {}
+    for lex in lexicons():
+        for c in lex.concepts:
+            if c.kind == "generic_action":
+                parts, classes = out.get(c.name, ([], frozenset()))
+                out[c.name] = (parts + _regex_parts(c, "generic_action"), classes | frozenset(c.stands_for))
     return out
 
 
@@ -247,4 +270,5 @@ def asking_parts() -> list[str]:
 
 
 def _regex_parts(concept: Concept, use: str) -> list[str]:
-    return [m if m in concept.patterns else word_regex(m, stem=use == "action") for m in concept.members(use)]
+    stem = use in ("action", "generic_action")
+    return [m if m in concept.patterns else word_regex(m, stem=stem) for m in concept.members(use)]

@@ -17,7 +17,7 @@ import re
 from functools import lru_cache
 from typing import Iterable
 
-from smartcache.fingerprint.lexicon import action_classes, antonym_pairs
+from smartcache.fingerprint.lexicon import action_classes, antonym_pairs, generic_actions
 
 
 class ChangeFlag(str, enum.Enum):
@@ -107,6 +107,11 @@ def _any_of(patterns: Iterable[re.Pattern[str]]) -> re.Pattern[str]:
 # however alike their words. Classes hold synonyms; a turn may name several.
 _ACTIONS: dict[str, re.Pattern[str]] = {name: _rx(*parts) for name, parts in action_classes().items()}
 _ANY_ACTION = _any_of(_ACTIONS.values())
+# A generic verb ("create", 新建) names no class of its own but may be asked as some of them:
+# "create a cover letter" is "write a cover letter", "create a new database" is not "back up a
+# database". Name -> (its pattern, the classes it stands for).
+_GENERIC: dict[str, tuple[re.Pattern[str], frozenset[str]]] = {
+    name: (_rx(*parts), classes) for name, (parts, classes) in generic_actions().items()}
 _EITHER_SIDE = tuple(_any_of(pair) for pair in ANTONYMS)
 _ANY_ANTONYM = _any_of(p for pair in ANTONYMS for p in pair)
 
@@ -256,6 +261,31 @@ def task_actions(text: str) -> tuple[str, ...]:
     if not _ANY_ACTION.search(text):
         return ()
     return tuple(sorted(name for name, pattern in _ACTIONS.items() if pattern.search(text)))
+
+
+@lru_cache(maxsize=4096)
+def generic_verbs(text: str) -> tuple[str, ...]:
+    """The generic verbs a turn's instruction holds ('create'); memoised: a cached turn meets
+    every lookup that finds it."""
+    text = instruction_part(text)
+    return tuple(name for name, (pattern, _) in _GENERIC.items() if pattern.search(text))
+
+
+def actions_named(text: str, actions: tuple[str, ...]) -> list[str]:
+    """What a turn asks to be done, for a reason: its action classes, or else its generic verbs."""
+    return list(actions or generic_verbs(text))
+
+
+def actions_conflict(text_a: str, actions_a: tuple[str, ...], text_b: str, actions_b: tuple[str, ...]) -> bool:
+    """Whether two turns ask for different actions: both name action classes and the sets
+    differ; or one names none but a generic verb, and the other a class that verb cannot stand
+    for ("create a new database" / "back up a database"; not "create" / "write a cover letter")."""
+    if actions_a and actions_b:
+        return actions_a != actions_b
+    if not (actions_a or actions_b):
+        return False
+    bare, classes = (text_a, actions_b) if not actions_a else (text_b, actions_a)
+    return any(not set(classes) <= _GENERIC[name][1] for name in generic_verbs(bare))
 
 
 # "在哪里开启" / "where can I enable": asking where a setting is, is asking how to do it.
