@@ -17,6 +17,7 @@ from smartcache.context import normalize_text
 from smartcache.decide import history, match
 from smartcache.decide.appended import appended_constraint
 from smartcache.decide.near_exact import near_exact
+from smartcache.decide.swaps import person_swapped, substituted_spans
 from smartcache.errors import ConfigError
 from smartcache.fingerprint import lexicon, tags
 from smartcache.fingerprint.lexicon import Concept, Lexicon, load_lexicon, parse_lexicon
@@ -35,6 +36,7 @@ def uses(lex: Lexicon, c: Concept) -> list[str]:
     out += ["near_exact"] if c.kind in ("courtesy", "courtesy_inner", "courtesy_lead", "confusable", "asking") else []
     out += ["frame"] if c.kind == "question_frame" else []   # read by near_exact too, as a use of its own
     out += ["generic"] if c.kind == "generic_action" else []
+    out += ["role"] if c.kind == "role" else []
     return out
 
 
@@ -58,6 +60,8 @@ def agree(use: str, c: Concept, a: str, b: str) -> bool:
         return near_exact(a, b) is not None
     if use == "generic":    # the verb stands for the other side's class
         return not _actions_conflict(a, b) and c.name in tags.generic_verbs(a) + tags.generic_verbs(b)
+    if use == "role":       # the words of one role are one person
+        return person_swapped(a, b, substituted_spans(a, b)) is None
     raise AssertionError(use)
 
 
@@ -82,6 +86,8 @@ def told_apart(use: str, a: str, b: str) -> bool:
         return near_exact(a, b) is None
     if use == "generic":
         return _actions_conflict(a, b)
+    if use == "role":
+        return person_swapped(a, b, substituted_spans(a, b)) is not None
     return False
 
 

@@ -60,8 +60,8 @@ from smartcache.decide.rules import ReasonCode as R
 from smartcache.decide.side import Side, side_of
 from smartcache.decide.swaps import (
     _align_numbers, _anaphora, _edited_turn, _noun_swap_sets, _opposite_swap, _order_swapped, _roles_swapped,
-    comparative_reversed, conversion_reversed, exchanged_spans, payload_replaced, quantifier_changed,
-    substituted_spans,
+    comparative_reversed, conversion_reversed, exchanged_spans, payload_replaced, person_swapped,
+    quantifier_changed, substituted_spans,
 )
 from smartcache.decide.tokens import _common_share, _is_question_words, diff
 from smartcache.fingerprint import (
@@ -482,6 +482,9 @@ def _wording(tally: _Tally, probe: Signature, cached: Signature, mine: Side, the
     swapped = _name_swapped(probe, cached, swaps)
     if swapped:
         signal("name_swapped", f"{swapped[0]!r} in place of {swapped[1]!r}, the rest word for word")
+    person = person_swapped(a, b, swaps)
+    if person:
+        signal("name_swapped", f"{person[0]!r} in place of {person[1]!r}: another person, the rest word for word")
     # A "+" or "#" glued to a word names another thing: C++ / C, Z+ / Z, Disney+ / Disney.
     glued = [(p, q) for p, q in substituted_spans(a, b) if p != q and p.rstrip("+#") == q.rstrip("+#")]
     if glued:

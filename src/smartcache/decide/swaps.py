@@ -21,7 +21,7 @@ from smartcache.decide.tokens import (
     _FILLER, _PLACEHOLDER, _QUESTION_WORDS, _SHOWN, _common_share, _is_form_word, _tokens, diff,
 )
 from smartcache.fingerprint import has_reference
-from smartcache.fingerprint.lexicon import word_opposites
+from smartcache.fingerprint.lexicon import roles, word_opposites
 
 _MAX_SLOT = 4   # a swapped word: up to 4 CJK characters or 4 English words; longer is a rephrasing
 
@@ -92,6 +92,50 @@ def _noun_swap_sets(a: set[str] | frozenset[str], b: set[str] | frozenset[str]
     extra_mine = sorted(n for n in a - b if not any(n in m or m in n for m in b))
     extra_theirs = sorted(n for n in b - a if not any(n in m or m in n for m in a))
     return (extra_theirs, extra_mine) if extra_mine and extra_theirs else None
+
+
+# Words before a role that say whose it is, read past: "my boss" is the boss, 我的老师 the teacher.
+_WHOSE = frozenset({"my", "our", "your", "his", "her", "their", "the", "a", "an"})
+_WHOSE_ZH = re.compile(r"^(?:我们的|我的|你的|他的|她的|我|给)")
+
+
+@lru_cache(maxsize=1)
+def _role_words() -> tuple[dict[str, str], re.Pattern[str]]:
+    """Word -> role, and one pattern of every role word, the longest first (女朋友 before 朋友;
+    English ones whole words)."""
+    table = roles()
+    parts = [re.escape(w) if not w.isascii() else rf"\b{re.escape(w)}\b"
+             for w in sorted(table, key=len, reverse=True)]
+    return table, re.compile("|".join(parts), re.I)
+
+
+def _people(text: str) -> list[tuple[str, str]]:
+    """(role, word as written) of each person a text names by role, in order."""
+    table, pattern = _role_words()
+    return [(table[m.group().lower()], m.group()) for m in pattern.finditer(text)]
+
+
+def person_swapped(a: str, b: str, swaps: list[tuple[str, str]]) -> tuple[str, str] | None:
+    """The one slot edited is one person for another by role, the rest word for word ("a
+    thank-you email to my client" / "… to my boss", 给老师 / 给同事, 女朋友 / 男朋友): an answer
+    about or for someone else. Words of one role are one person ("boss" / "manager", 老板 /
+    领导). Returns the two words (b's, a's). Measured before it became a veto, over 84,932 public
+    pairs (QQP, LCQMC, BQ, PAWS-X): 15 fired, 14 labelled different, the other boyfriend /
+    girlfriend in one question about marriage."""
+    if len(swaps) != 1:
+        return None
+    people_a, people_b = _people(a), _people(b)
+    if len(people_a) != len(people_b):
+        return None
+    changed = [(x[1], y[1]) for x, y in zip(people_a, people_b) if x[0] != y[0]]
+    if len(changed) != 1:
+        return None
+    # The slot is the person alone ("my client", or 女 of 女朋友), not a kind of one: "medical
+    # students" / "doctors" is left to the rest of the evidence.
+    (word_a, word_b), (slot_a, slot_b) = changed[0], swaps[0]
+    alone = lambda slot, word: " ".join(re.sub(r"'s?$", "", w) for w in slot.lower().split() if w not in _WHOSE) \
+        in word.lower() or _WHOSE_ZH.sub("", slot.replace(" ", "")) in word
+    return (word_b, word_a) if alone(slot_a, word_a) and alone(slot_b, word_b) else None
 
 
 def _edited_turn(mine: tuple[str, ...], theirs: tuple[str, ...]) -> str | None:

@@ -24,7 +24,7 @@ from smartcache.errors import ConfigError
 LANGUAGES = ("zh", "en")      # the order the tables are built in
 KINDS = frozenset({"synonyms", "action", "antonym", "opposites", "filler", "question", "common",
                    "constraint", "courtesy", "courtesy_inner", "courtesy_lead", "confusable", "asking",
-                   "question_frame", "generic_action"})
+                   "question_frame", "generic_action", "role"})
 USES = ("synonyms", "action", "antonym")   # the uses a member can be left out of (``not_in``)
 _KEYS = frozenset({"kind", "words", "patterns", "opposite", "pairs", "synonyms", "form", "not_in", "examples", "since",
                    "stands_for"})
@@ -218,6 +218,12 @@ def generic_actions() -> dict[str, tuple[list[str], frozenset[str]]]:
                 parts, classes = out.get(c.name, ([], frozenset()))
                 out[c.name] = (parts + _regex_parts(c, "generic_action"), classes | frozenset(c.stands_for))
     return out
+
+
+def roles() -> dict[str, str]:
+    """Word -> the role it names ("manager" -> "role_boss"), both languages: one person, however
+    worded (``decide.swaps.person_swapped``)."""
+    return {w.lower(): c.name for lex in lexicons() for c in lex.concepts if c.kind == "role" for w in c.words}
 
 
 def antonym_pairs() -> list[tuple[list[str], list[str]]]:
