@@ -109,10 +109,12 @@ def _role_words() -> tuple[dict[str, str], re.Pattern[str]]:
     return table, re.compile("|".join(parts), re.I)
 
 
-def _people(text: str) -> list[tuple[str, str]]:
-    """(role, word as written) of each person a text names by role, in order."""
+@lru_cache(maxsize=4096)
+def _people(text: str) -> tuple[tuple[str, str], ...]:
+    """(role, word as written) of each person a text names by role, in order; memoised: a
+    cached turn meets every lookup that finds it."""
     table, pattern = _role_words()
-    return [(table[m.group().lower()], m.group()) for m in pattern.finditer(text)]
+    return tuple((table[m.group().lower()], m.group()) for m in pattern.finditer(text))
 
 
 def person_swapped(a: str, b: str, swaps: list[tuple[str, str]]) -> tuple[str, str] | None:
