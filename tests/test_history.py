@@ -222,33 +222,6 @@ def test_a_changed_opening_fact_is_a_veto_though_the_request_names_none_of_it():
     assert "turn 1 (user)" in found.veto.detail and "14" in found.veto.detail
 
 
-def _opening(first: str, last: str, entities: list[str] | None = None) -> Signature:
-    turns = records(first, "Sorry to hear that! The earliest slot is Friday morning.", "How much is the call-out fee?",
-                    "It's $79 for the first 30 minutes.")
-    return Signature.from_json({**_sig(last), "entities": entities or [], "turns": [t.to_json() for t in turns]})
-
-
-def test_an_opening_request_rewritten_about_something_else_is_a_veto():
-    """Stop 48: "my dishwasher won't drain" / "my oven won't heat up" before "ok, book Friday
-    then": the booking is for the opening request's problem, which no later turn repeats."""
-    a = _opening("Hi, my dishwasher won't drain and smells bad", "ok, book friday then.")
-    b = _opening("Hi, my oven won't heat up at all", "ok, book friday then.")
-    found = history.weigh(a, b)
-    assert found.veto is not None and found.veto.code == "history_fact_changed", found
-    assert "opening request is about something else" in found.veto.detail
-
-
-@pytest.mark.parametrize("first_b, last, entities", [
-    ("Hello, my dishwasher does not drain and it smells bad", "ok, book friday then.", []),   # reworded
-    ("Hi, my oven won't heat up at all", "what does a ticket to the eiffel tower cost?", ["name:eiffel tower"]),
-])
-def test_a_reworded_opening_or_a_last_turn_that_names_its_subject_is_no_opening_veto(first_b, last, entities):
-    a = _opening("Hi, my dishwasher won't drain and smells bad", last, entities)
-    b = _opening(first_b, last, entities)
-    found = history.weigh(a, b)
-    assert found.veto is None or "opening request" not in found.veto.detail, found
-
-
 def test_an_aside_is_skipped_but_a_changed_latest_request_is_not():
     """Two different anecdotes answered in a word ("That sounds loud!") before the last turn: an
     aside, whatever the last turn names, so no veto. Two different requests there instead are

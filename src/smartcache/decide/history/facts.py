@@ -10,7 +10,7 @@ import re
 from typing import Sequence
 
 from smartcache.decide.history.align import HistoryDiff, TurnChange
-from smartcache.decide.history.thread import _is_content, content_words, first_request
+from smartcache.decide.history.thread import _is_content, first_request
 from smartcache.decide.tokens import _SHOWN, _common_share, _tokens, diff
 from smartcache.fingerprint import Signature
 
@@ -21,10 +21,6 @@ FACT_KINDS = frozenset({"name", "num", "money", "date", "time", "code", "version
 NAMED_KINDS = frozenset({"name", "code", "version"})
 # Two turns sharing this much of their tokens are one turn with something edited, not a rewording.
 NEAR_COPY = 0.5
-# Two versions of the opening request sharing less of their content words than this ask about
-# different things ("my kitchen sink is clogged" / "my water heater bangs"); a rewording keeps
-# its subject ("想买个洗碗机…" / "打算入个洗碗机…").
-ANOTHER_SUBJECT = 0.2
 
 
 def _facts(sig: Signature) -> set[str]:
@@ -53,23 +49,6 @@ def _has_digits(edited: tuple[str, str]) -> bool:
 def _is_first_request(change: TurnChange, probe: Signature, cached: Signature) -> bool:
     return any(t is not None and t is first_request(sig.turns, set())
                for t, sig in ((change.probe, probe), (change.cached, cached)))
-
-
-def _another_subject(change: TurnChange) -> tuple[str, str] | None:
-    """The two versions of a turn, rewritten whole about different things: each names at least
-    two content words, and they share under ``ANOTHER_SUBJECT`` of them. Returns what each
-    alone names (a few words each)."""
-    if change.probe is None or change.cached is None:
-        return None
-    old, new = content_words(change.cached.excerpt), content_words(change.probe.excerpt)
-    if min(len(old), len(new)) < 2 or len(old & new) >= ANOTHER_SUBJECT * len(old | new):
-        return None
-    return " ".join(sorted(old - new)[:3]), " ".join(sorted(new - old)[:3])
-
-
-def _names_a_thing(probe: Signature, cached: Signature) -> bool:
-    """Whether either last turn names a thing of its own (a name, a code, a version)."""
-    return any(e.split(":", 1)[0] in NAMED_KINDS for sig in (probe, cached) for e in sig.entities)
 
 
 def _exchange_changed(change: TurnChange, diff: HistoryDiff) -> bool:
@@ -162,13 +141,6 @@ def changed_fact(change: TurnChange, probe: Signature, cached: Signature, *, ref
             return f"{replaced[0]} → {replaced[1]}"
         if request and _hidden(change):
             return "changed in the middle of a long turn"
-    if request and _is_first_request(change, probe, cached) and not _names_a_thing(probe, cached):
-        # The opening request rewritten whole about something else: the conversation's subject
-        # ("book Thursday then" after a clogged sink, or after a banging water heater), unless
-        # the last turn names what it asks about ("a ticket to the Eiffel Tower").
-        other = _another_subject(change)
-        if other is not None:
-            return f"the opening request is about something else: {other[0]} → {other[1]}"
     return None
 
 
