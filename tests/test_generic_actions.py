@@ -27,6 +27,7 @@ AS_A_CLASS = [
     ("create a cover letter", "write a cover letter"),
     ("create a travel itinerary for Rome", "plan a travel itinerary for Rome"),
     ("create an invoice for a client", "make an invoice for a client"),
+    ("how to create a csv file in python", "how to save a csv file in python"),      # a review's
     ("create a title for my blog post", "give my blog post a title"),
     ("新建一个简历模板", "帮我写一个简历模板"),
     ("帮我创建一个五天的行程", "帮我规划一个五天的行程"),
@@ -41,6 +42,11 @@ ANOTHER_ACTION = [
     ("怎么新建一个数据库", "怎么备份数据库"),
     ("怎么创建一个共享文件夹", "怎么迁移共享文件夹"),
     ("怎么创建一个会员账户", "怎么取消会员账户"),
+    # what works on existing text, and a booking (a review's): never "create"
+    ("create a cover letter for a nurse", "rewrite a cover letter for a nurse"),
+    ("create a product description for my shop", "shorten a product description for my shop"),
+    ("新建一个word文档", "翻译一个word文档"),
+    ("create a google calendar event", "book a google calendar event"),
 ]
 # Unchanged: neither side names a class, or both do.
 AS_BEFORE = [
@@ -66,6 +72,18 @@ def test_without_a_class_on_one_side_only_nothing_changes(a, b):
     assert not conflict(a, b)
 
 
+@pytest.mark.parametrize("text", [
+    "update create-react-app to the latest version",     # a name joined by a hyphen
+    "why does create_engine fail in sqlalchemy",
+    "最新建成的地铁线路有哪些",                             # inside other words
+    "创新建设示范区有什么政策",
+    "怎么查看文件的创建时间",                               # the noun
+    "新建文件夹怎么改名",                                   # the folder's default name
+])
+def test_the_verb_is_no_name_word_part_or_noun(text):
+    assert generic_verbs(normalize_text(text)) == ()
+
+
 def test_the_verb_is_read_in_the_instruction_only():
     # pasted material after the instruction is worked on, not asked for
     assert generic_verbs(normalize_text("translate this: create a new account first")) == ()
@@ -78,3 +96,14 @@ def test_another_action_on_the_same_object_is_no_hit(one_pair, cached, probe):
         found = one_pair(a, b)
         assert found.zone is not Zone.HIT
         assert found.has_reason("task_action"), found.reasons
+
+
+@pytest.mark.parametrize("text, rewrite", [
+    ("make this email sound more formal", True),
+    ("make it sound less robotic: thanks for the update", True),       # "sound X:" before material
+    ("how to fix my car exhaust to make it sound louder", False),      # audio (a review's)
+    ("set up my mic to make it sound warmer", False),
+    ("does this make it sound rude?", False),
+])
+def test_make_it_sound_is_a_rewrite_only_of_writing(text, rewrite):
+    assert ("rewrite" in task_actions(normalize_text(text))) is rewrite

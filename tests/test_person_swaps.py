@@ -25,12 +25,19 @@ ANOTHER_PERSON = [
     ("给经理写一封请假邮件", "给客户写一封请假邮件"),
     ("老公过生日送什么礼物", "老婆过生日送什么礼物"),
     ("怎么跟学生解释这个规定", "怎么跟家长解释这个规定"),
+    # a review's: ex-, step- and in-law are other people, and grandparents and siblings roles
+    ("my girlfriend keeps texting me", "my ex-girlfriend keeps texting me"),
+    ("how to get along with my mom", "how to get along with my stepmom"),
+    ("my mom hates my cooking", "my mother-in-law hates my cooking"),
+    ("birthday message for my grandpa", "birthday message for my grandma"),
+    ("送姐姐什么礼物好", "送哥哥什么礼物好"),
 ]
 ONE_PERSON = [
     ("write an email to my boss asking for leave", "write an email to my manager asking for leave"),
     ("how do i deal with a difficult coworker", "how do i deal with a difficult colleague"),
     ("给领导写一封请假邮件", "给老板写一封请假邮件"),
     ("给妈妈买什么礼物好", "给母亲买什么礼物好"),
+    ("tips for dealing with difficult bosses", "tips for dealing with difficult managers"),
 ]
 # Not one slot: the rest is not word for word, or nothing names a person by role.
 NOT_A_SWAP = [
