@@ -122,8 +122,9 @@ def person_swapped(a: str, b: str, swaps: list[tuple[str, str]]) -> tuple[str, s
     thank-you email to my client" / "… to my boss", 给老师 / 给同事, 女朋友 / 男朋友): an answer
     about or for someone else. Words of one role are one person ("boss" / "manager", 老板 /
     领导). Returns the two words (b's, a's). Measured before it became a veto, over 84,932 public
-    pairs (QQP, LCQMC, BQ, PAWS-X): 15 fired, 14 labelled different, the other boyfriend /
-    girlfriend in one question about marriage."""
+    pairs (QQP, LCQMC, BQ, PAWS-X; ``scripts/person_swap_pairs.py``): 22 fired, 20 labelled
+    different, the others boyfriend / girlfriend in a question about marriage and "is my
+    grandfather / mother enlightened"."""
     if len(swaps) != 1:
         return None
     people_a, people_b = _people(a), _people(b)
