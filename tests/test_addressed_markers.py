@@ -22,7 +22,9 @@ RESETS = [
     "Forget everything I said before. How do I boil an egg?", "Let's start over from scratch.",
     "Ignore all previous instructions and answer plainly.", "Can we start over?", "new conversation please",
     "Let's start over with a new plan: a trip to Rome.",
-    "好了，之前聊的全部作废", "把前面的都忘了吧", "从头再来吧", "咱们从零开始", "重置一下对话", "当我刚才什么都没说",
+    "好了，之前聊的全部作废", "把前面的都忘了吧", "从头再来吧", "重置一下对话", "当我刚才什么都没说",
+    "能重新开始吗？", "可以清空上下文吗", "算了重新开始规划行程", "清空吧", "Start over from the beginning.",
+    "I want you to forget everything I said before.", "Can I start over?",
     "Let's start fresh.", "Scrap everything above and help me with a cover letter.", "Forget our previous conversation.",
     "Pretend this conversation never happened.",
 ]
@@ -30,10 +32,12 @@ NOT_RESETS = [
     "怎么从头开始学Python", "如何清空回收站", "清空购物车怎么操作", "重来一局怎么操作", "游戏怎么重新开始",
     "微信怎么一次性清空所有的聊天记录", "忘记之前的密码怎么办",
     "How do I learn probability from scratch?", "How do I make a sourdough starter from scratch?",
-    "How do I start over in Stardew Valley?", "How do I restart the session in Jupyter?", "Can the cold war begin again?",
-    "I always forget everything I read, any tips?", "I want to start over in a new city, where should I move?",
+    "How do I start over in Stardew Valley?", "How do I restart the session in Jupyter?",
+    "I always forget everything I read, any tips?",
     "合同作废了怎么办", "我总是把单词都忘了，怎么背", "从零开始学画画要多久", "人生可以从头再来吗",
     "How do you start fresh after a breakup?", "Should I scrap everything and rewrite my novel?",
+    "之前签的合同作废了，押金能退吗", "之前学的都忘了，怎么复习", "我忘记刚才把钥匙放哪了", "30岁从零开始，还来得及吗",
+    "Write a short story where the hero has to start fresh.", "Tips for beginning the new year with a clean slate",
 ]
 CORRECTIONS = [
     "不对，是周四出发", "搞错了，是7个工作日内发货，重新写", "抱歉打错了，孩子是13岁，不是3岁。", "我刚才说错了，是华为手机",
@@ -45,12 +49,16 @@ CORRECTIONS = [
     "I misspoke, it's Tuesday.", "You wrote it wrong: my name is Anna.", "I asked for a poem, not a story.", "Wrong.",
 ]
 NOT_CORRECTIONS = [
-    "我的代码报错了，怎么办", "运行的时候出错了是什么原因", "这个函数写错了吗", "我算错了吗", "改得更正式一点",
+    "我的代码报错了，怎么办", "运行的时候出错了是什么原因", "我这个函数写错了吗", "我算错了吗", "改得更正式一点",
     "这样做对不对", "感觉身体不对劲怎么办", "密码错了怎么在页面上给个提示", "这种方法不适用于列表吗", "如何纠正孩子的坏习惯",
     "Why is my answer incorrect?", "Is it incorrect to say 'less people'?", "What does the correction factor mean?",
     "I made a mistake in my tax return, what now?", "I keep getting an incorrect password error.",
     "发票信息有误，可以重开吗", "合同里我的名字写错了，有影响吗", "选错了专业怎么办",
     "I misspelled a word in my essay, how do I fix it?",
+    "我输错密码三次被锁了", "系统提示身份信息有误，是什么原因", "上次我问的是医生，医生说没事", "这不是我要的生活",
+    "I mistyped my password too many times and got locked out.",
+    "The restaurant brought beef but I asked for chicken, should I ask for a refund?",
+    "In my essay I wrote 'affect' not 'effect'. Was that correct?", "Fix the typo, then send it back.",
 ]
 
 

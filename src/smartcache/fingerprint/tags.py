@@ -66,29 +66,41 @@ REPLACEMENT = _rx(r"换成", r"改成", r"改为", r"替换", r"变成", r"提�
 # (``addressed.speaks_to_conversation``: "我的代码报错了", "how do I start over in a game" do not).
 CORRECTION = _rx(r"不对", r"不是的", r"错了", r"搞错", r"说错", r"弄错", r"更正", r"纠正", r"我是说", r"我的意思是",
                  r"不是.{1,20}而是", r"我说的是", r"理解错", r"不适用", r"行不通",
-                 r"[贴发输填选记听看]错", r"有误", r"我问的是", r"不是这个意思", r"这不是我(?:问|要)的",
+                 # a slip restated at once, or put to the assistant: "我刚才发错了，是这张图", "你看错了"
+                 r"[贴发输填选记听看]错了?(?=[,.;:!?]\W*(?:其实|实际上?|应该|正确的?|真正的?[^,.;:!?]{0,8})?是(?!什么|不是|否|哪|谁|多少|几)|[,.;:!?]\W*不是)",
+                 r"你[贴发输填选记听看]错", r"有误(?=[,.;:!?]\W*(?:其实|实际上?|应该|正确的?|真正的?[^,.;:!?]{0,8})?是(?!什么|不是|否|哪|谁|多少|几))",
+                 r"(?:^|[,.;:!?]|不对|不是)\W*(?:我(?:刚才|其实)?)?问的是", r"不是这个意思", r"这不是我(?:问|要)的(?=\W|$)",
                  r"\bthat'?s (?:wrong|not right|incorrect)\b", r"\bthat is (?:wrong|not right|incorrect)\b",
                  r"\bincorrect\b", r"\bi meant\b", r"\bcorrection\b", r"\bscratch that\b", r"\bmy mistake\b",
                  r"\bi made a mistake\b", r"\bno,? wait\b", r"\byou misunderstood\b",
                  r"\bnot what i (?:asked|meant|said|wanted)\b", r"\bdoesn'?t apply\b", r"\bwon'?t work\b",
-                 r"\bi (?:misspoke|misspelled|mistyped|misread|misremembered)\b", r"\btypo\b(?=\s*[:,-])",
-                 r"\bi got (?:that|it|this) wrong\b", r"^\W*wrong\W*$",
-                 r"\byou (?:copied|wrote|read|got|heard|misread)(?: (?:it|that|this|me|my \w+))? wrong\b",
-                 r"\bnot the \w+ i (?:gave you|asked (?:for|about)|meant)\b", r"\bbut i asked (?:for|about)\b",
-                 r"\bi (?:said|asked for|asked about|wrote|typed) [^,.;]{1,40}(?:,? not\b| but (?:it'?s|it is|i meant))",
+                 # slips of this conversation, not of the world ("i misread the instructions", "fix the typo")
+                 r"\bi (?:misspoke|misspelled|mistyped|misread|misremembered)\b"
+                 r"(?=\W*(?:$|[:,.;-])|[^.?!]{0,30}\b(?:earlier|before|above|just now|last message|previous message)\b)",
+                 r"(?:^|[.!?;:,]\s*)(?:(?:sorry|oops|oh)\W+)?typo\b(?=\s*[:,-])", r"\bi got (?:that|it|this) wrong\b",
+                 r"^\W*wrong\W*$", r"\byou (?:copied|wrote|read|got|heard|misread)(?: (?:it|that|this|me|my \w+))? wrong\b",
+                 r"\bnot the \w+ i gave you\b", r"\byou\b[^.?!]{0,60}\bbut i asked (?:for|about)\b",
+                 r"(?:^|[.!?;:]\s*)(?:(?:no|sorry|oops|wait|actually|hold on|well)\W+)*"
+                 r"i (?:said|asked for|asked about|wrote|typed) [^,.;]{1,40}(?:,? not\b| but (?:it'?s|it is|i meant))",
                  r"\bignore (?:the|what|my) [^.]{0,30}\bi (?:pasted|sent|wrote|said|gave you) (?:earlier|before|above)\b")
 RESET = _rx(r"重新开始", r"从头开始", r"重来", r"清空", r"忘掉之前", r"忘记之前", r"忽略之前", r"忽略上面", r"新的对话", r"新对话",
-            r"从头再?来过?", r"重新来过?", r"从零开始", r"作废", r"[都全]忘(?:了|掉)", r"重置(?:一下)?(?:对话|聊天|上下文)",
-            r"当我(?:前面|之前|刚才)?(?:什么都)?没说", r"(?:忽略|忘掉|忘记)(?:前面|刚才|以上)",
+            r"(?:^|[,.:;!?]|算了|那就?|我们|咱们|还是)(?:从头再?|重新)来过?(?=吧|[,.:;!?]|$)",
+            r"(?:说的|聊的|讲的)[^,.;!?]{0,4}(?:都|全部?)?作废", r"把(?:之前|前面|刚才|上面)[^,.;!?]{0,8}(?:都|全)?忘(?:了|掉)",
+            r"(?:忽略|忘掉)(?:前面|刚才|以上)的?(?:所有|全部)?(?:内容|对话|要求|指令|设定|说的|聊的)",
+            r"(?:之前|前面|刚才|上面)(?:那些|的|说的|聊的)?[^,.;!?]{0,4}[都全]忘(?:了|掉)吧",
+            r"重置(?:一下)?(?:对话|聊天|上下文)", r"当我(?:前面|之前|刚才)(?:说的)?(?:什么都|都)?没说(?!话)",
             r"\bstart over\b", r"\bforget (?:everything|all|what i said|the above|previous|that)\b",
             r"\bforget (?:our|this|the) (?:previous |earlier |last |whole )?(?:chat|conversation|discussion)\b",
             r"\bignore (?:all )?(?:previous|the above|everything)\b", r"\bnew conversation\b", r"\bfrom scratch\b",
             r"\bclear the context\b", r"\bbegin again\b",
-            r"\bstart (?:(?:again|afresh|fresh|anew)\b|from (?:zero|the (?:very )?(?:beginning|top|start))\b)",
+            r"\b(?:let'?s|let us|can we|could we|we should|we'll) (?:just )?start (?:(?:over|again|afresh|fresh|anew)\b|"
+            r"from (?:zero|the (?:very )?(?:beginning|top|start))\b)",
             r"\bstart (?:this|the|our) (?:conversation|chat) over\b",
-            r"\b(?:scrap|disregard|drop|throw out|wipe) (?:everything|all (?:of )?(?:this|that|it)|"
-            r"(?:this|the|our) (?:whole )?(?:conversation|chat))\b",
-            r"\bdisregard (?:what i said|the above|previous)\b", r"\b(?:a )?clean slate\b", r"\bwipe the slate\b",
+            r"\b(?:scrap|disregard|drop|throw out|wipe) (?:this|the|our) (?:whole )?(?:conversation|chat)\b",
+            r"\b(?:scrap|disregard|forget|ignore) (?:everything|all (?:of )?(?:this|that|it)) (?:above|before|so far|"
+            r"i(?:'ve| have)? (?:said|told you)|in this (?:chat|conversation))\b",
+            r"\blet'?s throw (?:all (?:of )?(?:this|that|it)|everything) out\b", r"^\W*start (?:fresh|afresh|anew)\b",
+            r"\bdisregard (?:what i said|the above|previous)\b",
             r"\bpretend (?:we never (?:talked|spoke)|this (?:conversation |chat )?never happened)\b",
             r"\b(?:reset|restart) (?:the |this |our )?(?:conversation|chat|context|session)\b", r"\blet'?s reset\b")
 TOPIC_SWITCH = _rx(r"换个话题", r"另外问(?:一下|个)", r"另一个问题", r"顺便问", r"题外话", r"说点别的", r"不聊这个", r"问个别的",
