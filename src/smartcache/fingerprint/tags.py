@@ -18,6 +18,7 @@ from functools import lru_cache
 from typing import Iterable
 
 from smartcache.fingerprint.addressed import speaks_to_conversation
+from smartcache.fingerprint.timely import depends_on_now
 from smartcache.fingerprint.lexicon import action_classes, antonym_pairs, generic_actions
 
 
@@ -107,14 +108,61 @@ TOPIC_SWITCH = _rx(r"换个话题", r"另外问(?:一下|个)", r"另一个问�
                    r"\bby the way\b", r"\bbtw\b", r"\bunrelated\b", r"\b(?:a )?different question\b",
                    r"\banother question\b", r"\bchange of topic\b", r"\bswitching topics\b", r"\bon another note\b",
                    r"\bnew topic\b")
+# What makes an answer depend on when it is asked: a time word, a state that changes (a price, a
+# score, an office holder, the next departure, a countdown). Each counts only where it is what
+# is asked (``timely.depends_on_now``: not "今晚家里来朋友，排骨怎么做", "how are you today").
 TIME_SENSITIVE = _rx(
-    r"今天", r"今日", r"今晚", r"明天", r"昨天", r"此刻", r"实时", r"最新", r"刚刚", r"汇率", r"股价", r"天气", r"新闻",
-    r"比分", r"行情", r"油价", r"金价", r"几点了", r"现在.{0,8}(?:价格|多少钱|票价|人多)", r"现在还", r"还在线", r"机票.{0,4}(?:价格|多少钱)", r"现在(?:几点|什么时间|是几号|的?(?:价格|汇率|天气|股价|行情|时间)|还有|开门|营业)",
-    r"\btoday\b", r"\btonight\b", r"\btomorrow\b", r"\byesterday\b",
-    r"\blatest\b(?! (?:commit|changes?|message|file|entry|row|record|draft|one)\b)", r"\breal-?time\b",
-    r"\bright now\b", r"\bat the moment\b", r"\bstock price\b", r"\bexchange rate\b", r"\bweather\b", r"\bnews\b",
-    r"\bcurrent (?:price|time|weather|rate|score|status)\b", r"\bwhat time is it\b", r"\blive score\b",
-    r"\bthis (?:morning|afternoon|evening)\b",
+    r"今天", r"今日", r"今晚", r"明天", r"昨天", r"此刻", r"实时(?!操作系统|系统|渲染|通信|计算|数据库|处理)", r"最新", r"刚刚",
+    r"汇率", r"股价", r"比分", r"行情", r"油价", r"金价", r"几点了",
+    r"天气(?=[^,.;!?]{0,6}(?:怎么样|如何|怎样|咋样|好吗|好不好|冷|热|晴|阴|雨|雪|多少度|几度|会|预报说))", r"天气(?=\W*$)",
+    r"(?:最新|最近|热点|热门|头条|重大)的?新闻", r"新闻(?:头条|热点)", r"有(?:什么|哪些|啥)(?:新|大)?新闻",
+    r"现在.{0,8}(?:价格|多少钱|票价|人多)", r"现在还", r"还在线", r"机票.{0,4}(?:价格|多少钱)",
+    r"现在(?:几点|什么时间|是几号|的?(?:价格|汇率|天气|股价|行情|时间)|还有|开门|营业)",
+    r"(?<!我)现在(?!我|可以|能|可不可以|能不能|就|去|办|提交|申请|还)[^,.;!?]{0,12}(?:吗|多少|多久|几|有没有|怎么样|是不是)",
+    r"这个?周末|本周末?|这[一1]?周|下[一1]?周|这个月|本月|下个?月|今年|本赛季|这个?赛季|这几天|这阵子|近期|近来|目前|眼下|昨晚|昨夜|前天|后天",
+    r"当前(?!这|目录|路径|文件|页面|窗口|用户|行|列|分支|进程|线程|对象|元素|节点|值|时间戳)",
+    r"最近(?![的]?(?:[一1两2-9几]|\d+)[次个条天周月年笔单])", r"这个季节|当季",
+    r"下[一1][班趟次场期届轮]", r"(?:离|距离?)[^,.;!?]{1,12}还有(?:多少|几)天",
+    r"(?:黄金|白银|比特币|以太坊|房价|均价|利率|lpr|净值|币价)[^,.;!?]{0,8}(?:多少|几|什么价|涨|跌)",
+    r"(?:总统|首相|总理|ceo|董事长|主席|市长|州长|省长|秘书长|主教练|行长)是谁",
+    r"排名第[一1]|排行榜|积分榜|榜首|票房|热搜|上映",
+    r"(?:外面|那边|这边|那里|这里)[^,.;!?]{0,4}(?:冷|热|下雨|下雪|刮风)",
+    r"\btoday\b", r"\btonight\b", r"\btomorrow\b", r"\byesterday\b", r"\blast night\b",
+    r"\blatest\b(?! (?:commit|changes?|message|file|entry|row|record|draft|one)\b)",
+    r"\breal-?time\b(?! (?:operating system|os|systems?|applications?|programming|processing|rendering|communications?|"
+    r"computing|strateg(?:y|ies)|games?|collaboration|analytics)\b)",
+    r"\bright now\b", r"\bat the moment\b", r"\bstock price\b", r"\bexchange rate\b",
+    r"\b(?:what'?s|what is|how'?s|how is|what will)(?: the)? weather\b",
+    r"\bweather (?:like |forecast |report )?(?:in|at|for|today|tomorrow|tonight|this|next|now|there|here|outside)\b",
+    r"\b(?!(?:stormy|bad|good|cold|hot|nice|warm|wet|dry|extreme|severe|rainy|windy|sunny|cloudy|foggy|"
+    r"freezing|mild|the) weather)\w+ weather\W*$", r"\bforecast (?:for|in|this|today|tomorrow|tonight)\b",
+    r"\bis it (?:raining|snowing|sunny|cold|hot|windy|foggy)\b", r"\bwill it (?:rain|snow|be (?:sunny|cold|hot|windy))\b",
+    r"\b(?:expect|any) (?:storms?|rain|snow)\b",
+    r"\b(?:latest|today'?s|top|breaking|recent|current|this (?:week|morning)'?s?|any|new) news\b",
+    r"\bnews (?:today|headlines|about|on|from)\b", r"\bwhat'?s (?:in )?the news\b", r"\bin the news\b", r"\bheadlines\b",
+    r"\bcurrent (?:price|time|weather|rate|score|status|ceo|president|prime minister|leader|version|release|stable|"
+    r"champion|holder|record|state of|standings?|rankings?|polic(?:y|ies)|interest|mortgage|exchange|value|"
+    r"population|season|events)\b", r"\bcurrently\b",
+    r"\bwhat time is it\b", r"\blive score\b", r"\bthis (?:morning|afternoon|evening)\b",
+    r"\bthis (?:weekend|week|month|year|season|cycle|semester|quarter)\b", r"\bthese days\b",
+    r"(?<!to )\bnewest\b", r"\bmost recent\b(?! (?:commit|changes?|message|file|entry|row|record|version|order|email|one)\b)", r"\brecent(?:ly)? (?:released?|updates?|news|developments?|changes|events)\b",
+    r"\bany (?:updates?|news) (?:on|about)\b",
+    r"\bnext (?:train|bus|flight|ferry|game|match|episode|season|election|race|launch|test|exam|event|concert|show|"
+    r"release|update|holiday|sat|act)\b", r"\bwhen (?:do|does|is|are|will)\b[^.?!]{0,40}\bnext\b", r"\bwhen'?s the next\b",
+    # A countdown to a date, not a wait for something to happen ("how many days until i get my refund").
+    r"\bhow many (?:\w+ )?(?:days|weeks|months|hours)(?: are)? (?:left|remaining) (?:in|until|till|before)\b",
+    r"\bhow (?:many|much) (?:\w+ )?(?:days|weeks|months|hours|time) (?:until|till)\b(?! (?:i|you|we|it|my|the (?:refund|package|order|money))\b)",
+    r"\bdays (?:until|till|left)\b(?! (?:i|you|we|it|my)\b)", r"\bhow old (?:is|am|are|will) [\w' ]{1,20}\bnow\b",
+    r"\bwho(?: is|'s) (?:the )?(?:current )?(?:president|prime minister|pm|chancellor|ceo|chairman|head coach|coach|"
+    r"mayor|governor|leader|secretary[- ]general|king|queen|pope|speaker|chief executive)\b",
+    r"\bhow much (?:is|are|'s|does)\b[^.?!]{0,20}\b(?:bitcoin|btc|ethereum|eth|dogecoin|gold|silver|gas|oil|stock|shares?)\b",
+    r"\b(?:bitcoin|btc|ethereum|eth|gold|silver|oil|gas|stock|share) (?:price|prices|worth|trading)\b",
+    r"\bprice of (?:bitcoin|btc|ethereum|eth|gold|silver|oil|gas|a barrel)\b",
+    r"\bwhat'?s the score\b", r"\bwho (?:won|is winning|is leading|'s leading|'s winning) (?:the )?(?:last|latest)\b",
+    r"\bwho(?:'s| is) (?:leading|winning|ahead)\b", r"\bstandings\b", r"\bon this day\b",
+    r"\b(?:number one|#1|top) (?:song|single|album|movie|film|show|book)\b",
+    r"\b(?:playing|showing|out) in (?:theaters|theatres|cinemas)\b", r"\bbox office\b",
+    r"\bstill (?:open|available|on sale|accepting)\b",
 )
 REFERENCE = _rx(r"那家", r"这家", r"那个", r"这个", r"它", r"他们", r"那里", r"那儿", r"这里", r"上面", r"刚才", r"前面",
                 r"之前说的", r"同样的", r"那款", r"这款", r"该", r"那些", r"这些", r"那", r"此",
@@ -408,8 +456,8 @@ def is_time_sensitive(text: str) -> bool:
                 continue
             if _transforms(head) or (len(tail) >= 15 and not _MATERIAL_ASKS.search(tail)
                                      and (_POINTS_AT_MATERIAL.search(head) or asks_an_action(head))):
-                return bool(TIME_SENSITIVE.search(head))
-    return bool(TIME_SENSITIVE.search(text))
+                return depends_on_now(head)
+    return depends_on_now(text)
 
 
 def asks_an_action(instruction: str) -> bool:

@@ -1,0 +1,72 @@
+"""Time-sensitive turns: a state that changes is never served; a time word in the background is.
+
+A turn whose answer depends on when it is asked (a price, a score, an office holder, the next
+departure, a countdown, the weather) must never be served from cache, even without the words
+"today" or "now". A time word that is background, a greeting's, a title's or a hypothetical's
+leaves the turn cacheable.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from smartcache import SmartCache, load_config
+from smartcache.context import normalize_text
+from smartcache.decide import Zone
+from smartcache.fingerprint.tags import is_time_sensitive
+
+TIME_BOUND = [
+    # states that change, with or without a time word
+    "上海这周末会下雨吗", "白银一克多少钱", "现在的五年期LPR是多少", "下一班去杭州的动车几点", "法国总统是谁",
+    "英超积分榜第一是谁", "离国庆还有几天", "最近有什么新上映的电影", "今年的清明节是几号", "那边冷吗？外面在下雪吗",
+    "How much is a bitcoin worth?", "Who won the Lakers game last night?", "Who is the CEO of Microsoft?",
+    "When's the next ferry to Vancouver Island?", "Is it snowing in Denver?", "What's the newest Pixel phone?",
+    "What movies are playing in theaters this weekend?", "How many days until Thanksgiving?",
+    "What is the current version of Kubernetes?", "My daughter was born in 2015. How old is she now?",
+    # a time word beside the question that still dates it
+    "今天，书虫大作战的答案是什么？", "If I send my notice today, when is my last day?",
+    "我今天借了5000，下个月10号还，利息多少？",
+    # the old markers, unchanged
+    "今天北京天气怎么样", "what's the exchange rate right now", "明天上海的航班",
+]
+TIMELESS = [
+    "今晚家里来朋友，可乐鸡翅怎么做", "明天面试销售岗位，自我介绍怎么说", "今天跑步膝盖有点疼，该冰敷还是热敷？",
+    "天气和气候的区别是什么", "新闻专业能找什么工作", "“明天”用英语怎么说", "你好，今天过得怎么样？",
+    "如果唐朝没有灭亡，今天的中国会是什么样", "我现在还清了车贷，怎么办解押", "git怎么撤销最近一次提交",
+    "Tonight I'm cooking for six. How long do I roast a whole chicken?", "I have a job interview tomorrow. What should I wear?",
+    "How are you today?", "What is the difference between weather and climate?", "What are the most reliable news sources?",
+    "How do I get today's date in JavaScript?", "What would the world look like today if Rome had never fallen?",
+    "How do I revert my most recent commit?", "How many days until I get my refund?",
+    "What is a real-time operating system?",
+]
+
+
+@pytest.mark.parametrize("text", TIME_BOUND)
+def test_a_state_that_changes_is_time_sensitive(text: str) -> None:
+    assert is_time_sensitive(normalize_text(text))
+
+
+@pytest.mark.parametrize("text", TIMELESS)
+def test_a_time_word_in_the_background_is_not(text: str) -> None:
+    assert not is_time_sensitive(normalize_text(text))
+
+
+def test_a_long_turn_full_of_times_is_read_whole() -> None:
+    """More time words than are read one by one: the turn counts as time-sensitive."""
+    assert is_time_sensitive(normalize_text("最近工作很忙，" * 50))
+
+
+@pytest.fixture(scope="module")
+def cache() -> SmartCache:
+    return SmartCache(load_config())
+
+
+@pytest.mark.parametrize("text, served", [("今晚家里来朋友，可乐鸡翅怎么做", True), ("How much is a bitcoin worth?", False)])
+def test_through_the_cache(cache: SmartCache, text: str, served: bool) -> None:
+    messages = [{"role": "user", "content": text}]
+    stored = cache.store(cache.lookup(messages, session="t"), "answer")
+    assert stored.stored is served
+    if served:
+        cache.promote(stored.cache_id)
+    again = cache.lookup(messages, session="t")
+    assert (again.zone is Zone.HIT) is served, again.reasons
