@@ -45,6 +45,7 @@ from smartcache.decide.verifier import TreeVerifier
 from smartcache.errors import InvalidRequest, StoreError
 from smartcache.fingerprint import ChangeFlag, Encoder, Fingerprint, Fingerprinter, MemoEncoder, shared_encoder
 from smartcache.fingerprint.tags import change_flags, is_time_sensitive
+from smartcache.fingerprint.timely import looks_carried_on
 from smartcache.context.normalize import request_words
 from smartcache.decide.decider import tier_of
 from smartcache.decide.near_exact import corrected, near_repeat
@@ -304,6 +305,9 @@ class SmartCache:
         if not self.config.exact_path or key.oversized:
             return None
         time_sensitive, ends_session = _exact_gates(key.current)
+        if not time_sensitive and looks_carried_on(key.current):
+            # "那上海呢" after a time-sensitive turn asks the same of today: the semantic path's gate says so.
+            time_sensitive = any(t.role == "user" for t in request.conversation.history)
         if time_sensitive or self.decider.switches.change_detection and ends_session:
             return None
         flt = SearchFilter(tenant=request.tenant, version_key=request.version.digest(), session_id=request.session,

@@ -24,6 +24,7 @@ from smartcache.fingerprint.tags import (
     HIGH_RISK_DOMAINS, ChangeFlag, action_sides, announces_topic_switch, change_flags, has_reference,
     intent_domain, is_time_sensitive, negation_count, task_actions, task_skeleton,
 )
+from smartcache.fingerprint.timely import carries_on
 
 
 @dataclass(frozen=True)
@@ -164,7 +165,7 @@ class Fingerprinter:
             signature=signature,
             turn_vector=turn_vector,
             context_vector=context_vector,
-            time_sensitive=is_time_sensitive(view.current),
+            time_sensitive=is_time_sensitive(view.current) or carries_on(view.current, _previous_user_turn(view)),
             topic_switch=self._topic_switch(view, topic_similarity, turn_domain, context_domain),
             topic_similarity=topic_similarity,
             view=view,
@@ -183,3 +184,7 @@ class Fingerprinter:
                 and "general" not in (turn_domain, context_domain) and turn_domain != context_domain
                 and not has_reference(view.current))
 
+
+def _previous_user_turn(view: ContextView) -> str | None:
+    """The user turn before the current one, normalised (None on a first turn)."""
+    return next((r.cased.lower() for r in reversed(view.records) if r.role == "user" and r.cased), None)

@@ -29,33 +29,69 @@ import re
 from functools import lru_cache
 
 _CLAUSE = re.compile(r"[,.;!?:\n…]+|-{2,}|\s-\s")
-_QUOTED = re.compile(r"\"[^\"]{1,40}\"|(?<![a-z])'[^']{1,40}'(?![a-z])|「[^」]{1,40}」")
+_SENTENCE = re.compile(r"[.;!?\n…]+")
+_CJK = re.compile(r"[\u3400-\u9fff]")
+# A quoted word or title; not inch marks ("a 6\" sub").
+_QUOTED = re.compile(r"(?<!\d)\"[^\"]{1,40}\"|(?<![a-z])'[^']{1,40}'(?![a-z])|「[^」]{1,40}」")
+# After a quoted word: a question about the word itself ("“今天”用日语怎么说", "is 'tomorrow' a noun").
+_ABOUT_THE_WORD = re.compile(r"\W*(?:用|in |is |means?\b|是什么意思|怎么(?:说|写|读|翻译)|的意思|这个词|a (?:noun|verb|word)|"
+                             r"(?:and|和|与) \W)")
 _GREETING = re.compile(r"\bhow (?:are|r) (?:you|u)(?: doing)?(?: today| tonight| this morning)\b|\bhow'?s your day\b|"
                        r"\bhow have you been\b|今天(?:过得|感觉|心情)(?:怎么样|如何|好吗|还好吗)|你今天(?:好吗|怎么样)|"
-                       r"你今年(?:几岁|多大)|最近(?:怎么样|好吗|还好吗|过得)")
-# Time words that are background wherever they are not asked about: "我目前在北京工作", "最近在投简历",
-# "这周少跑一点" (the words before them only count in a statement beside no question).
-_SOFT = re.compile(r"最近|近期|近来|这几天|这阵子|下[一1]?周|这[一1]?周|本周末?|这个?周末|今年|本月|这个月|下个?月|本赛季|这个?赛季|"
-                   r"目前|眼下|当前|these days|this (?:weekend|week|month|year|season|cycle|semester|quarter)|currently",
+                       r"你今年(?:几岁|多大)|(?:^|[你您])\W*最近(?:怎么样|好吗|还好吗|过得)")
+# Time words that date nothing unless asked about: "我目前在北京工作", "最近总是失眠怎么办",
+# "how do I study for my next exam", "下个月去日本旅游要准备什么".
+_SOFT = re.compile(r"最新|latest|newest|most recent|current \w+(?: \w+)?|最近|近期|近来|这几天|这阵子|下[一1]?周|这[一1]?周|本周末?|这个?周末|今年|本月|这个月|下个?月|上个?月|"
+                   r"上[一1]?周|去年|明年|本赛季|这个?赛季|目前|眼下|当前|下[一1][班趟次场期届轮]|"
+                   r"these days|this (?:weekend|week|month|year|season|cycle|semester|quarter)|currently|"
+                   r"next (?:\w+ )?(?:exam|test|game|match|episode|season|release|update|event)|last (?:month|week|year)'?s?",
                    re.I)
+_FIRST_PERSON = re.compile(r"我|咱|宝宝|孩子|\bi\b|\bi'm\b|\bmy\b|\bwe\b|\bour\b")
 _PREMISE = re.compile(r"\b(?:if|suppose|assume|say)\s+today is (?:a )?(?:mon|tues|wednes|thurs|fri|satur|sun)day\b|"
                       r"(?:如果|假如|假设|要是)今天是(?:周|星期|礼拜)[1-7一二三四五六日天]")
-_COUNTERFACTUAL = re.compile(r"\bif\b[^.?!]*\b(?:had|hadn'?t|never|were|weren'?t|did not|didn'?t)\b|"
-                             r"(?:如果|假如|要是)[^?!]*(?:没有|没|不曾|未)")
+_COUNTERFACTUAL = re.compile(r"\bif\b[^.?!]*\b(?:had|hadn'?t|never|were|weren'?t|did not|didn'?t)\b[^.?!]*\bwould\b|"
+                             r"\bwould\b[^.?!]*\bif\b[^.?!]*\b(?:had|hadn'?t|never|were|weren'?t)\b|"
+                             r"(?:如果|假如|要是)[^?!.]*(?:没有|不曾|未曾)[^?!.]*会")
+_WORTH = re.compile(r"worth|how much|price|cost|\bhave today|值|赚|多少钱|价格|收益")
 _PRESENT = re.compile(r"today|now|nowadays|今天|现在|如今", re.I)
 _CODE = re.compile(r"(?<![a-z])(?:python|javascript|js|java|sql|mysql|excel|bash|shell|c\+\+|c#|golang|php|ruby|typescript|"
-                   r"swift|kotlin|cron|pandas|datetime|moment|linux|powershell)(?![a-z])|\w\(\)")
+                   r"kotlin|cron|pandas|datetime|linux|powershell|react|vue|django)(?![a-z])")
 _CODE_WORDS = re.compile(r"today|now|current|latest|今天|现在|当前|最新", re.I)
-_DATE_IN_CODE = re.compile(r"^(?:'s)?\s*(?:date|time|timestamp|日期|时间|的?日期|的?时间|的?(?:1|一)条|记录|record|row|entry)")
-_REPAID = re.compile(r"现在还(?=清|了|款|钱|贷|上了|完)|到现在还")
+_TO_GET = re.compile(r"(?:get|print|format|display|show|insert|return|output|获取|打印|格式化|显示|插入|取得|返回|得到|拿到|输出)"
+                     r"[^,.;!?]{0,6}$")
+_DATE_IN_CODE = re.compile(r"(?:'s)?\s*(?:date|time|timestamp|的?日期|的?时间)")
+_REPAID = re.compile(r"现在还(?=清|款|钱|贷|上了|完|了(?!吗))")
 _CONDITION = re.compile(r"^\W*(?:(?:so|and|but|ok|okay)\W+)?(?:if|when|once|as soon as|in case|unless|should i)\b|"
                         r"^\W*(?:如果|要是|假如|假设|万一|一旦|等到?)")
 _EN_QUESTION = re.compile(r"^\W*(?:(?:so|and|but|ok|okay|also|then|well)\W+)*(?:how|why|what|when|where|which|who|whom|"
-                          r"is|are|was|were|am|do|does|did|can|could|should|would|will|shall|may|might|has|have|any)\b")
+                          r"is|are|was|were|am|do|does|did|can|could|should|would|will|shall|may|might|has|have|any|"
+                          r"i wonder|wondering|whether)\b")
 _ZH_QUESTION = re.compile(r"怎么|怎样|如何|为什么|为啥|什么|哪|是否|是不是|能否|能不能|可不可以|可以吗|多少|多久|多长|(?<![这那前后好])几(?!乎)|"
-                          r"[吗么呢]\W*$|还是")
+                          r"[吗么呢]\W*$|还是|(.)不\1")
 _REQUEST = re.compile(r"^\W*(?:please |pls )?(?:write|tell|give|make|suggest|recommend|list|explain|help|draft|plan|"
                       r"create|describe|share|show)\b|帮我|帮忙|请|给我|推荐|建议")
+# A question about how to do something, or advice: what a time word beside it does not date
+# ("今晚家里来朋友，排骨怎么做", "I have an interview tomorrow. What should I wear?").
+_EN_HOW_TO = re.compile(
+    r"^\W*(?:(?:so|and|but|ok|okay|also|then|well|now)\W+)*(?:how (?:do|can|should|would|to|long should|long do|"
+    r"often should|much should|early should|many should|do you)|what (?:should|can i|do i|to|would you|are (?:some|"
+    r"good|the best)|questions|clauses)|what(?:'s| is) (?:the best|a good|the difference)|should "
+    r"(?:i|we)|can you (?:explain|help|suggest|recommend|give|tell me how)|any (?:tips|advice|ideas|suggestions)|tips|"
+    r"is it (?:ok|okay|safe|normal|bad|fine) to|why (?:do|does|did|is|are|am) (?:my|i|it|he|she|they)|which (?:is better|"
+    r"should))\b")
+_ZH_HOW_TO = re.compile(
+    r"怎么(?!样|还|又|了)|如何|应该|"
+    r"该(?:怎么|如何|冰敷|热敷|吃|穿|带|注意|准备|选|买|做)|注意(?:什么|哪些|事项)|有什么[^,.;!?]{0,4}(?:建议|技巧|方法|办法|讲究|注意|要求)|"
+    r"怎样才能|方法|办法|技巧|要(?:蒸|煮|炖|烤|炒)(?:多久|几分钟)|准备(?:什么|哪些)|带什么|穿什么|吃什么|做什么|是什么意思|什么原因|"
+    r"怎么回事|正常吗|能不能(?:吃|喝|用|做|运动)|区别|去医院")
+# What in a question asks about a state of the world, whatever else it asks: the weather, a
+# shop open, tickets, crowds, delays, deals, prices, what is on.
+_STATE = re.compile(
+    r"下雨|下雪|雨|雪|(?<![敷])冷(?!敷|静|冻|藏|水)|(?<![敷])热(?!敷|水|量|情|门|爱|身|菜|油|点)|开门|营业|上班|票|人多|排队|"
+    r"延误|晚点|停运|限行|优惠|打折|多少钱|价格|价|比赛|好看|上映|天气|温度|堵|"
+    r"\b(?:rain\w*|snow\w*|cold|hot|weather|open|closed|tickets?|crowded|busy|delay\w*|deals?|sales?|price\w*|cost|"
+    r"how much|playing|score|traffic|down|up or down|showing|on tonight)\b")
+
 _ASKS_WHEN = re.compile(r"\b(?:when|what time|what day|what date|how many (?:days|weeks|hours)|how long (?:until|till|"
                         r"before|will it take)|until|till|by when|deadline|due)\b|什么时候|几点|几号|哪天|星期几|周几|"
                         r"多少天|几天|多久(?:能|才|到|后|以后|可以)|截止")
@@ -76,10 +112,26 @@ def _clauses(text: str) -> tuple[tuple[int, int, str], ...]:
     return tuple(out)
 
 
+def _is_zh(clause: str) -> bool:
+    return bool(_CJK.search(clause))
+
+
 def _asks(clause: str, boundary: str) -> bool:
     """A question or a request: a question mark after it, a question word, an imperative."""
-    return "?" in boundary or bool(_EN_QUESTION.search(clause) if clause.isascii() else _ZH_QUESTION.search(clause)) \
+    return "?" in boundary or bool(_ZH_QUESTION.search(clause) if _is_zh(clause) else _EN_QUESTION.search(clause)) \
         or bool(_REQUEST.search(clause))
+
+
+def _how_to(clause: str) -> bool:
+    """A question of how to do something, or of advice, that asks about no state of the world."""
+    how = _ZH_HOW_TO.search(clause) if _is_zh(clause) else _EN_HOW_TO.search(clause)
+    return bool(how) and not _STATE.search(clause)
+
+
+def _sentence(text: str, start: int) -> str:
+    left = max((m.end() for m in _SENTENCE.finditer(text, 0, start)), default=0)
+    right = _SENTENCE.search(text, start)
+    return text[left:right.start() if right else len(text)]
 
 
 def depends_on_now(text: str, match: re.Match[str] | None = None, markers: re.Pattern[str] | None = None,
@@ -96,35 +148,50 @@ def depends_on_now(text: str, match: re.Match[str] | None = None, markers: re.Pa
             return True     # a turn full of times asks about times; and each reading scans the turn
         return any(depends_on_now(text, m, markers, len(found)) for m in found)
     start, end = match.span()
-    if any(q.start() <= start and end <= q.end() for q in _QUOTED.finditer(text)):
-        return False
+    word = match.group(0)
+    for q in _QUOTED.finditer(text, max(0, start - 42), min(len(text), end + 42)):
+        if q.start() < start and end < q.end():
+            # A title or a phrase holding the word, or the word asked about; not "现在"最新"的iPhone".
+            if q.group(0)[1:-1].strip() != word or _ABOUT_THE_WORD.match(text, q.end()):
+                return False
     clauses = _clauses(text)
     here = next(((s, e, b) for s, e, b in clauses if s <= start < max(e, s + 1)), (0, len(text), ""))
     clause = text[here[0]:here[1]]
-    word = match.group(0)
-    if _GREETING.search(clause):
-        return False
-    if _PRESENT.fullmatch(word) and (_PREMISE.search(text) or _COUNTERFACTUAL.search(text) and re.search(
-            r"\bwould\b|会", text)):
-        return False
-    if _CODE_WORDS.match(word) and (text[start - 1:start] == "." or text[end:end + 1] == "(" or
-                                 _CODE.search(text) and _DATE_IN_CODE.match(text[end:])):
-        return False
-    if _REPAID.search(text, max(0, start - 1), end + 2) and word.startswith("现在还"):
-        return False
-    # Background: a statement beside a question or request that names no time and asks no "when".
-    if _asks(clause, here[2]) or _CONDITION.search(clause):
-        return True
+    if any(g.start() <= start - here[0] and end - here[0] <= g.end() and len(clause) - g.end() < 4
+           for g in _GREETING.finditer(clause)):
+        return False        # a greeting that ends its clause ("how are you today?"), not one run into a question
+    if _PRESENT.fullmatch(word):
+        sentence = _sentence(text, start)
+        if _PREMISE.search(sentence) or _COUNTERFACTUAL.search(sentence) and not _WORTH.search(sentence):
+            return False    # "if today is friday, …", "what would the world be like today if rome never fell"
+    if _CODE_WORDS.fullmatch(word) and (text[start - 1:start] == "." and text[end:end + 1] == "(" or
+                                         text[end:end + 2] == "()" or
+                                         _TO_GET.search(text, max(0, start - 12), start) and
+                                         _DATE_IN_CODE.match(text, end) and
+                                         _CODE.search(text, max(0, start - 40), end + 40)):
+        return False        # "datetime.now()", "how do i get today's date in python"
+    if word.startswith("现在还") and _REPAID.match(text, start):
+        return False        # "我现在还清了房贷": repaid, not "still"
+    asks = _asks(clause, here[2])
+    if _STATE.search(clause) and not _SOFT.fullmatch(word):
+        return True         # a state beside the time word: "明天去爬山会下雨吗", "wondering whether it will snow tomorrow"
     if _SOFT.fullmatch(word):
-        return False
+        if asks:
+            return not _how_to(clause)      # "最近总是失眠怎么办"; not "最近有什么好看的电影"
+        if _FIRST_PERSON.search(clause) or any(_how_to(text[s:e]) for s, e, _ in _asked(text, markers)):
+            return False    # "我目前在北京工作，社保怎么交"
+        return True         # "今年高考分数线", "目前的房贷利率": a bare query
+    if asks or _CONDITION.search(clause):
+        return True
     if len(re.sub(r"\W", "", clause.replace(word, "", 1))) < 3:
         return True     # the clause is the time word ("今天，书虫大作战答案是？"): it dates the question
+    # Background: a statement beside questions of how to do something, none naming a time or a state.
     asked = [(s, e, timed) for s, e, timed in _asked(text, markers) if (s, e) != here[:2]]
     if count is None:
         count = sum(1 for _ in markers.finditer(text))
     if not asked or count > 1:
         return True     # a statement alone ("明天上海的航班"), or two times that may make a span ("今天借，10 号还")
-    return any(timed for _, _, timed in asked)
+    return any(timed or not _how_to(text[s:e]) for s, e, timed in asked)
 
 
 @lru_cache(maxsize=512)
@@ -132,3 +199,28 @@ def _asked(text: str, markers: re.Pattern[str]) -> tuple[tuple[int, int, bool], 
     """The clauses that ask, each with whether it names a time or asks "when"; once per text."""
     return tuple((s, e, bool(markers.search(text, s, e) or _ASKS_WHEN.search(text, s, e)))
                  for s, e, b in _clauses(text) if _asks(text[s:e], b))
+
+
+# A turn that only carries the last question on: "那上海呢？", "what about Tokyo?", "现在呢", "still?".
+_ZH_CARRIES_ON = re.compile(r"^(?:那么?|还|现在|今天|明天|也)|呢$")
+_EN_CARRIES_ON = re.compile(r"^(?:what about|how about|and|also|still|now|then|again|same for|is it still|has it|"
+                            r"what of)\b")
+
+
+def looks_carried_on(text: str) -> bool:
+    """Whether the normalised ``text`` is a short turn that carries the last question on."""
+    bare = re.sub(r"[\W_]+", " ", text).strip()
+    if _is_zh(bare):
+        return len(bare.replace(" ", "")) <= 10 and bool(_ZH_CARRIES_ON.search(bare))
+    words = bare.split()
+    return len(words) <= 6 and bool(_EN_CARRIES_ON.search(bare)) or len(words) <= 2 and text.rstrip().endswith("?")
+
+
+def carries_on(text: str, previous: str | None) -> bool:
+    """Whether the normalised ``text`` only carries on a time-sensitive ``previous`` user turn
+    (after "今天北京天气怎么样", "那上海呢" asks the same of today). ``previous``: the user turn
+    before it, normalised, or None."""
+    if not previous or not looks_carried_on(text):
+        return False
+    from smartcache.fingerprint.tags import is_time_sensitive
+    return is_time_sensitive(previous)
