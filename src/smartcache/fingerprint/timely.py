@@ -128,6 +128,17 @@ def _how_to(clause: str) -> bool:
     return bool(how) and not _STATE.search(clause)
 
 
+# What makes a turn more than a bare query: a statement ("这周三就得搬了", "i'm …") or an instruction.
+_NOT_A_QUERY = re.compile(r"[了得要会就把加改换写删排]|安排|去掉|\b(?:is|are|was|were|have|has|had|will|i|i'm|we|my|our|add|"
+                          r"include|make|change|write|plan|thank|thanks)\b")
+
+
+def _bare_query(text: str) -> bool:
+    """A short turn that only names what it asks about ("今年高考分数线", "this year's tax brackets")."""
+    short = len(re.sub(r"\W", "", text)) <= 16 if _is_zh(text) else len(text.split()) <= 8
+    return short and not _NOT_A_QUERY.search(text) and not _FIRST_PERSON.search(text)
+
+
 def _sentence(text: str, start: int) -> str:
     left = max((m.end() for m in _SENTENCE.finditer(text, 0, start)), default=0)
     right = _SENTENCE.search(text, start)
@@ -178,9 +189,7 @@ def depends_on_now(text: str, match: re.Match[str] | None = None, markers: re.Pa
     if _SOFT.fullmatch(word):
         if asks:
             return not _how_to(clause)      # "最近总是失眠怎么办"; not "最近有什么好看的电影"
-        if _FIRST_PERSON.search(clause) or any(_how_to(text[s:e]) for s, e, _ in _asked(text, markers)):
-            return False    # "我目前在北京工作，社保怎么交"
-        return True         # "今年高考分数线", "目前的房贷利率": a bare query
+        return _bare_query(text)    # "今年高考分数线", "目前的房贷利率"; not "我目前在北京工作", "再加上下周的安排"
     if asks or _CONDITION.search(clause):
         return True
     if len(re.sub(r"\W", "", clause.replace(word, "", 1))) < 3:
@@ -202,7 +211,7 @@ def _asked(text: str, markers: re.Pattern[str]) -> tuple[tuple[int, int, bool], 
 
 
 # A turn that only carries the last question on: "那上海呢？", "what about Tokyo?", "现在呢", "still?".
-_ZH_CARRIES_ON = re.compile(r"^(?:那么?|还|现在|今天|明天|也)|呢$")
+_ZH_CARRIES_ON = re.compile(r"呢$|^(?:还|现在|今天|明天)[^呢]{0,5}$")
 _EN_CARRIES_ON = re.compile(r"^(?:what about|how about|and|also|still|now|then|again|same for|is it still|has it|"
                             r"what of)\b")
 
@@ -220,7 +229,7 @@ def carries_on(text: str, previous: str | None) -> bool:
     """Whether the normalised ``text`` only carries on a time-sensitive ``previous`` user turn
     (after "今天北京天气怎么样", "那上海呢" asks the same of today). ``previous``: the user turn
     before it, normalised, or None."""
-    if not previous or not looks_carried_on(text):
+    if not previous or not looks_carried_on(text) or _how_to(text):
         return False
     from smartcache.fingerprint.tags import is_time_sensitive
     return is_time_sensitive(previous)
