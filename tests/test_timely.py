@@ -36,6 +36,8 @@ TIME_BOUND = [
     # results, dates, openings, countdowns, conversions, releases
     "Who won the Super Bowl?", "What day is it today?", "Is Target open now?", "春节还有多少天", "100美元是多少人民币",
     "When does GTA 6 come out?", "去年的GDP是多少", "Is Jimmy Carter still alive?",
+    "Is the PS5 in stock?", "Did the Yankees win?", "How many years ago was 1999?", "12306还有票吗", "NBA总冠军是哪个队",
+    "上个月CPI是多少", "下个月有什么演唱会", "What was the inflation rate last month?",
 ]
 TIMELESS = [
     "今晚家里来朋友，可乐鸡翅怎么做", "明天面试销售岗位，自我介绍怎么说", "今天跑步膝盖有点疼，该冰敷还是热敷？",
@@ -50,6 +52,10 @@ TIMELESS = [
     "最近总是失眠怎么办", "我目前月薪8000怎么理财", "宝宝现在8个月能吃鸡蛋吗", "js怎么获取当前url", "git怎么切换到最新的tag",
     "How do I study for my next exam?", "下个月去日本旅游要准备什么", "美国第一任总统是谁", "黄金分割比例是多少",
     "What was the number one song in 1985?", "Is it cold in Iceland in winter?", "我现在还清了房贷，去哪里办解押",
+    "How do I keep bread in stock?", "What did the character win in the story?",
+    "If today is a Friday, what day of the week will it be 45 days from now?",
+    # a rule about next month, not what next month holds; a plan stated
+    "花呗下月还有利息吗", "我可以下个月还款花呗吗", "下个月打算去泰国曼谷和清迈玩一周。",
 ]
 
 

@@ -52,7 +52,7 @@ _ZH_REMEDY = re.compile(r"怎么办|怎么改|怎么处理|怎么解决|怎么�
                         r"有影响|会影响|影响[^,.;!?]{0,8}吗|有效吗|能退吗|算逾期|会不会")
 _ZH_SLIP_FAMILY = re.compile(r"错了?|[搞说弄]错|理解错")
 # What may follow 纠正 / 更正 when it corrects the conversation: "更正一下：预算是五千".
-_ZH_CORRECTS_NEXT = re.compile(r"(?:[一1]?下)?(?:\W|$|[我你]刚才|刚才|之前|前面|上面|你|预算|时间|地址|日期)")
+_ZH_CORRECTS_NEXT = re.compile(r"[一1]?下|\W|$|[我你]刚才|刚才|之前|前面|上面|你")
 
 # English: a wh-question ("what, no, …" is an interjection), the assistant or "us" named.
 _EN_WH = re.compile(r"^\W*(?:(?:so|and|but|ok|okay|hi|hey|well|also|then)\W+)*"

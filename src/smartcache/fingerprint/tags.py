@@ -195,6 +195,9 @@ TIME_SENSITIVE = _rx(
     r"\bwhen does the [\w' ]{1,30} (?:game|match|show|concert|parade|race) start\b",
     r"\bwhat time is the [\w' ]{0,30}(?:game|match|super bowl|parade|concert|race|kickoff)\b", r"赛程|发布会(?:是)?(?:什么时候|几点)|什么时候开赛",
     r"\bis it too late to (?:file|apply|register|appeal|submit|enroll|sign up|plant|book)\b", r"还能报名吗|还来得及报名",
+    r"\b(?:is|are)\b[^.?!]{0,30}\bin stock\b|还有(?:余)?票吗|有票吗|还有余票", r"^\W*did (?:the )?[\w' ]{1,25} win\b",
+    r"冠军是哪(?:个|支)?队",
+    r"\bhow (?:long|many years|many months) ago (?:was|did|were)\b", r"\b(?:days?|weeks?|months?) from (?:now|today)\b",
 )
 
 REFERENCE = _rx(r"那家", r"这家", r"那个", r"这个", r"它", r"他们", r"那里", r"那儿", r"这里", r"上面", r"刚才", r"前面",

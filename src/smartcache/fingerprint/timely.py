@@ -46,6 +46,12 @@ _SOFT = re.compile(r"最新|latest|newest|most recent|current \w+(?: \w+)?|最�
                    r"these days|this (?:weekend|week|month|year|season|cycle|semester|quarter)|currently|"
                    r"next (?:\w+ )?(?:exam|test|game|match|episode|season|release|update|event)|last (?:month|week|year)'?s?",
                    re.I)
+# Calendar words relative to now, in a question about a rule ("可以下个月还吗", "do I pay last month's
+# fee?") rather than about what that week or month holds, a state or a date.
+_CALENDAR = re.compile(r"下个?月|上个?月|下[一1]?周|上[一1]?周|这个月|本月|这[一1]?周|本周|next (?:month|week)|last (?:month|week)|"
+                       r"this (?:month|week)", re.I)
+_ASKS_WHAT_IS_ON = re.compile(r"有(?:什么|哪些|啥)|什么(?:活动|节目|电影|比赛)|多少|几|\bwhat(?:'s| is| are| was| were)\b|"
+                              r"\bhow (?:much|many)\b|\bany (?:events|shows|games|concerts)\b")
 _FIRST_PERSON = re.compile(r"我|咱|宝宝|孩子|\bi\b|\bi'm\b|\bmy\b|\bwe\b|\bour\b")
 _PREMISE = re.compile(r"\b(?:if|suppose|assume|say)\s+today is (?:a )?(?:mon|tues|wednes|thurs|fri|satur|sun)day\b|"
                       r"(?:如果|假如|假设|要是)今天是(?:周|星期|礼拜)[1-7一二三四五六日天]")
@@ -129,7 +135,7 @@ def _how_to(clause: str) -> bool:
 
 
 # What makes a turn more than a bare query: a statement ("这周三就得搬了", "i'm …") or an instruction.
-_NOT_A_QUERY = re.compile(r"[了得要会就把加改换写删排]|安排|去掉|\b(?:is|are|was|were|have|has|had|will|i|i'm|we|my|our|add|"
+_NOT_A_QUERY = re.compile(r"[了得要会就把加改换写删排想去]|安排|去掉|打算|准备|计划|\b(?:is|are|was|were|have|has|had|will|i|i'm|we|my|our|add|"
                           r"include|make|change|write|plan|thank|thanks)\b")
 
 
@@ -171,10 +177,11 @@ def depends_on_now(text: str, match: re.Match[str] | None = None, markers: re.Pa
     if any(g.start() <= start - here[0] and end - here[0] <= g.end() and len(clause) - g.end() < 4
            for g in _GREETING.finditer(clause)):
         return False        # a greeting that ends its clause ("how are you today?"), not one run into a question
-    if _PRESENT.fullmatch(word):
-        sentence = _sentence(text, start)
-        if _PREMISE.search(sentence) or _COUNTERFACTUAL.search(sentence) and not _WORTH.search(sentence):
-            return False    # "if today is friday, …", "what would the world be like today if rome never fell"
+    sentence = _sentence(text, start)
+    if _PREMISE.search(sentence):
+        return False        # "if today is friday, what day will it be 45 days from now?": the premise dates it
+    if _PRESENT.fullmatch(word) and _COUNTERFACTUAL.search(sentence) and not _WORTH.search(sentence):
+        return False        # "what would the world be like today if rome never fell"
     if _CODE_WORDS.fullmatch(word) and (text[start - 1:start] == "." and text[end:end + 1] == "(" or
                                          text[end:end + 2] == "()" or
                                          _TO_GET.search(text, max(0, start - 12), start) and
@@ -184,6 +191,9 @@ def depends_on_now(text: str, match: re.Match[str] | None = None, markers: re.Pa
     if word.startswith("现在还") and _REPAID.match(text, start):
         return False        # "我现在还清了房贷": repaid, not "still"
     asks = _asks(clause, here[2])
+    if _CALENDAR.fullmatch(word) and asks and not (_STATE.search(clause) or _ASKS_WHEN.search(clause) or
+                                                    _ASKS_WHAT_IS_ON.search(clause)):
+        return False        # "花呗可以下个月还吗": a rule about next month, not what next month holds
     if _STATE.search(clause) and not _SOFT.fullmatch(word):
         return True         # a state beside the time word: "明天去爬山会下雨吗", "wondering whether it will snow tomorrow"
     if _SOFT.fullmatch(word):
