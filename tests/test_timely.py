@@ -54,8 +54,8 @@ TIMELESS = [
     "What was the number one song in 1985?", "Is it cold in Iceland in winter?", "我现在还清了房贷，去哪里办解押",
     "How do I keep bread in stock?", "What did the character win in the story?",
     "If today is a Friday, what day of the week will it be 45 days from now?",
-    # a rule about next month, not what next month holds; a plan stated
-    "花呗下月还有利息吗", "我可以下个月还款花呗吗", "下个月打算去泰国曼谷和清迈玩一周。",
+    # a plan stated is no bare query
+    "下个月打算去泰国曼谷和清迈玩一周。",
 ]
 
 

@@ -46,12 +46,6 @@ _SOFT = re.compile(r"最新|latest|newest|most recent|current \w+(?: \w+)?|最�
                    r"these days|this (?:weekend|week|month|year|season|cycle|semester|quarter)|currently|"
                    r"next (?:\w+ )?(?:exam|test|game|match|episode|season|release|update|event)|last (?:month|week|year)'?s?",
                    re.I)
-# Calendar words relative to now, in a question about a rule ("可以下个月还吗", "do I pay last month's
-# fee?") rather than about what that week or month holds, a state or a date.
-_CALENDAR = re.compile(r"下个?月|上个?月|下[一1]?周|上[一1]?周|这个月|本月|这[一1]?周|本周|next (?:month|week)|last (?:month|week)|"
-                       r"this (?:month|week)", re.I)
-_ASKS_WHAT_IS_ON = re.compile(r"有(?:什么|哪些|啥)|什么(?:活动|节目|电影|比赛)|多少|几|\bwhat(?:'s| is| are| was| were)\b|"
-                              r"\bhow (?:much|many)\b|\bany (?:events|shows|games|concerts)\b")
 _FIRST_PERSON = re.compile(r"我|咱|宝宝|孩子|\bi\b|\bi'm\b|\bmy\b|\bwe\b|\bour\b")
 _PREMISE = re.compile(r"\b(?:if|suppose|assume|say)\s+today is (?:a )?(?:mon|tues|wednes|thurs|fri|satur|sun)day\b|"
                       r"(?:如果|假如|假设|要是)今天是(?:周|星期|礼拜)[1-7一二三四五六日天]")
@@ -191,9 +185,6 @@ def depends_on_now(text: str, match: re.Match[str] | None = None, markers: re.Pa
     if word.startswith("现在还") and _REPAID.match(text, start):
         return False        # "我现在还清了房贷": repaid, not "still"
     asks = _asks(clause, here[2])
-    if _CALENDAR.fullmatch(word) and asks and not (_STATE.search(clause) or _ASKS_WHEN.search(clause) or
-                                                    _ASKS_WHAT_IS_ON.search(clause)):
-        return False        # "花呗可以下个月还吗": a rule about next month, not what next month holds
     if _STATE.search(clause) and not _SOFT.fullmatch(word):
         return True         # a state beside the time word: "明天去爬山会下雨吗", "wondering whether it will snow tomorrow"
     if _SOFT.fullmatch(word):
