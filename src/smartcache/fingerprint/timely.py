@@ -4,19 +4,25 @@ A time word is often background, not what is asked: "今晚家里来朋友，红
 "I have a job interview tomorrow. What questions should I prepare for?", "how are you
 today?", "what would Europe look like today if Napoleon had won?", "“今天”用日语怎么说",
 "how do I get today's date in Python?", "我现在还清了房贷" (还 = repay). Read as time-sensitive,
-such a turn is never cached. A time word does not count when it
+such a turn is never cached. But a time-bound turn read as timeless is served stale, the
+worse error, so a time word counts unless it
 
-- stands in quotation marks (a word or a title: "“今天”用日语怎么说", "《明天会更好》");
-- is a greeting's ("how are you today", "今天过得怎么样");
-- names the present of a hypothetical ("… today if Rome never fell", "如果今天是周三，100 天后是周几");
-- names a date or time inside code ("today's date in Python", "datetime.now()", "SQL 最新的一条记录");
-- is 现在还 read as "now repaid" ("现在还清了", "到现在还没到账");
-- sits in a statement beside the question, when the question holds no time word of its own
-  and asks no "when" ("今天跑了十公里，膝盖疼该冰敷还是热敷？"), unless the statement is a
-  condition ("if I order today, when will it arrive?", "如果今天下单，…").
+- stands in quotation marks as a word or inside a title ("“今天”用日语怎么说", "《明天会更好》");
+  not a word quoted for emphasis ("现在“最新”的iPhone");
+- is a greeting's, and the greeting ends its clause ("how are you today?", "今天过得怎么样");
+- is dated by a premise ("if today is Friday, what day is it 45 days from now?") or names the
+  present of a hypothetical that asks no worth ("… today if Rome never fell");
+- names a date or time inside code ("today's date in Python", "datetime.now()");
+- is 现在还 read as "now repaid" ("现在还清了");
+- is "lately", "currently", "latest", "next week" and the like in a question of how to do
+  something ("最近总是失眠怎么办", "js怎么获取当前url"), or outside any question in more than a
+  short bare query ("我目前在北京工作");
+- sits in a statement beside questions of how to do something, none naming a time, a "when" or a
+  state of the world (rain, open, tickets, crowds, delays, deals, prices): "今天跑了十公里，膝盖疼
+  该冰敷还是热敷？"; not beside "明天去爬山，会下雨吗？", nor in a condition ("if I order today, …").
 
 The readings work on the normalised text (``normalize_text``: quotation marks and 《》 as ", some
-一 as 1), clause by clause (commas included).
+一 as 1, 。 as "."), clause by clause (commas included).
 
     >>> [depends_on_now(t) for t in ("今晚家里来朋友,红烧排骨怎么做才不柴?", "今天北京天气怎么样?",
     ...                              "if i order today, when will it arrive?", "how are you today?")]
@@ -129,8 +135,9 @@ def _how_to(clause: str) -> bool:
 
 
 # What makes a turn more than a bare query: a statement ("这周三就得搬了", "i'm …") or an instruction.
-_NOT_A_QUERY = re.compile(r"[了得要会就把加改换写删排想去]|安排|去掉|打算|准备|计划|\b(?:is|are|was|were|have|has|had|will|i|i'm|we|my|our|add|"
-                          r"include|make|change|write|plan|thank|thanks)\b")
+_NOT_A_QUERY = re.compile(r"[了得要会就把加改换写删排想去]|安排|去掉|打算|准备|计划|"
+                          r"\b(?:is|are|was|were|have|has|had|will|i|i'm|we|my|our|add|include|make|change|write|plan|"
+                          r"thank|thanks)\b")
 
 
 def _bare_query(text: str) -> bool:
