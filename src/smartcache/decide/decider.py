@@ -18,6 +18,7 @@ from smartcache.decide.decision import Decision, Reason, Scores, Zone
 from smartcache.decide.evidence import Evidence, bare_reading, gather, one_sided
 from smartcache.decide.match import ALL_RULES, MODIFY, Switches, judge
 from smartcache.decide.rules import ReasonCode as R
+from smartcache.decide.swaps import aligned_entities
 from smartcache.decide.thresholds import Thresholds, ThresholdTable
 from smartcache.decide.verifier import MODIFY as P_MODIFY, SAME as P_SAME, TreeVerifier
 from smartcache.decide.validate import contradictions
@@ -349,7 +350,8 @@ class Decider:
             return None
         entry = continued[0]
         probe = fp.signature
-        changed_entities = set(probe.entities) - set(entry.signature.entities) - probe.context_entities
+        mine, theirs = aligned_entities(probe, entry.signature)
+        changed_entities = mine - theirs - probe.context_entities
         if probe.flags & MODIFY:
             flags = sorted(f.value for f in probe.flags & MODIFY)
             return entry, Reason(R.CONSTRAINT_CHANGE, f"follow-up modifies the previous request: {flags}",

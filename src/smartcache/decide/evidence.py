@@ -59,8 +59,8 @@ from smartcache.decide.polarity import _polarity_differs, inserted_negation
 from smartcache.decide.rules import ReasonCode as R
 from smartcache.decide.side import Side, side_of
 from smartcache.decide.swaps import (
-    _align_numbers, _anaphora, _edited_turn, _noun_swap_sets, _opposite_swap, _order_swapped, _roles_swapped,
-    comparative_reversed, conversion_reversed, exchanged_spans, payload_replaced, person_swapped,
+    _anaphora, _edited_turn, _noun_swap_sets, _opposite_swap, _order_swapped, _roles_swapped,
+    aligned_entities, comparative_reversed, conversion_reversed, exchanged_spans, payload_replaced, person_swapped,
     quantifier_changed, substituted_spans,
 )
 from smartcache.decide.tokens import _common_share, _is_question_words, diff
@@ -338,7 +338,7 @@ def _texts(tally: _Tally, fp: Fingerprint, mine: Side, theirs: Side) -> _Diff:
 def _entities(tally: _Tally, probe: Signature, cached: Signature, context: float | None, modifies: bool) -> None:
     """Entities by kind added, dropped and shared; a replaced number, a veto."""
     put = tally.put
-    mine, theirs = _align_numbers(set(probe.entities), set(cached.entities))
+    mine, theirs = aligned_entities(probe, cached)
     added = mine - theirs - cached.context_entities
     dropped = theirs - mine - probe.context_entities
     # Counted by kind once each (a Counter), not one pass over each set per kind.

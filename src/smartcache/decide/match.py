@@ -28,8 +28,8 @@ from smartcache.decide import history
 from smartcache.decide.decision import Reason, Zone
 from smartcache.decide.polarity import _polarity_differs
 from smartcache.decide.swaps import (
-    _ORDER_MATTERS, _align_numbers, _anaphora, _defined_term, _edited_turn, _noun_swap, _opposite_swap,
-    _order_swapped, _roles_swapped, comparative_reversed, exchanged_spans, substituted_spans,
+    _ORDER_MATTERS, _anaphora, _defined_term, _edited_turn, _noun_swap, _opposite_swap,
+    _order_swapped, _roles_swapped, aligned_entities, comparative_reversed, exchanged_spans, substituted_spans,
 )
 from smartcache.decide.thresholds import Thresholds
 from smartcache.decide.tokens import _is_question_words, _tokens  # noqa: F401  (_tokens: tests read it here)
@@ -174,7 +174,7 @@ def _entity_verdict(fp: Fingerprint, entry: Entry, switches: Switches, context: 
                     verdict: Verdict) -> Judgement | None:
     """3. Entities: what the turn is about, with references resolved against its own context."""
     probe, cached = fp.signature, entry.signature
-    mine, theirs = _align_numbers(set(probe.entities), set(cached.entities))
+    mine, theirs = aligned_entities(probe, cached)
     added = mine - theirs - cached.context_entities
     dropped = theirs - mine - probe.context_entities
     modifies = switches.change_detection and bool(probe.flags & MODIFY) and not (cached.flags & MODIFY)

@@ -20,7 +20,7 @@ from functools import lru_cache
 from smartcache.decide.tokens import (
     _FILLER, _PLACEHOLDER, _QUESTION_WORDS, _SHOWN, _common_share, _is_form_word, _tokens, diff,
 )
-from smartcache.fingerprint import has_reference
+from smartcache.fingerprint import Signature, has_reference
 from smartcache.fingerprint.lexicon import roles, word_opposites
 
 _MAX_SLOT = 4   # a swapped word: up to 4 CJK characters or 4 English words; longer is a rephrasing
@@ -72,6 +72,32 @@ def _align_numbers(mine: set[str], theirs: set[str]) -> tuple[set[str], set[str]
                     out.add(unit)
         return out
     return align(mine, theirs), align(theirs, mine)
+
+
+def aligned_entities(probe: Signature, cached: Signature) -> tuple[set[str], set[str]]:
+    """Each request's entities, numbers aligned (``_align_numbers``), and a name one side
+    extracted counted on the other side too where its words are there, in any case: how a
+    name was typed, not what was asked, decides whether it is extracted ("Python: how can I
+    reverse a list?" / "… a list in Python?", "how do i freeze a row in excel" / "… in
+    Excel?"). A name whose words are missing from the other request stays added or dropped."""
+    mine, theirs = _align_numbers(set(probe.entities), set(cached.entities))
+    also_mine = {k for k in theirs - mine if _named_in(k, probe.text)}
+    also_theirs = {k for k in mine - theirs if _named_in(k, cached.text)}
+    return mine | also_mine, theirs | also_theirs
+
+
+def _named_in(key: str, text: str) -> bool:
+    """Whether ``text`` holds the words of the name ``key`` ("name:wells fargo"), whole words
+    in any case; Chinese names as they are written."""
+    kind, _, value = key.partition(":")
+    if kind != "name" or not value:
+        return False
+    if _CJK_CHAR.search(value):
+        return value in text
+    return re.search(r"(?<![a-z0-9])" + re.escape(value) + r"(?![a-z0-9])", text.lower()) is not None
+
+
+_CJK_CHAR = re.compile(r"[\u3400-\u9fff]")
 
 
 def _canonical_noun(noun: str) -> str:
