@@ -58,6 +58,21 @@ def test_numeral_idioms_are_left_alone(text):
     assert convert_numerals(text) == text
 
 
+# "一点" is "a little" unless the words around it tell a time of day; read as "1点" it was the
+# entity time:01:00, so "能再简洁一点吗" added a time to "能帮我精简一下吗".
+@pytest.mark.parametrize("text", ["能再简洁一点吗", "一点也不辣", "一点点", "便宜一点", "差一点", "一点儿",
+                                  "快一点到", "明天好一点"])
+def test_a_little_is_no_clock_time(text):
+    assert convert_numerals(text) == text
+
+
+@pytest.mark.parametrize("text, converted", [("下午一点", "下午1点"), ("明天一点开会", "明天1点开会"),
+                                             ("一点半见", "1点半见"), ("一点钟", "1点钟"), ("一点多了", "1点多了"),
+                                             ("一点到两点", "1点到2点"), ("凌晨一点", "凌晨1点")])
+def test_one_oclock_is_still_a_time(text, converted):
+    assert convert_numerals(text) == converted
+
+
 def test_mask_template_hides_volatile_parts_only():
     a = mask_template("You are a bot. Now: 2026-12-01 09:39:12. Request 3f2b8c9d-1a2b-4c3d-9e8f-0a1b2c3d4e5f")
     b = mask_template("You are a bot. Now: 2027-01-15 23:01:00. Request 9a8b7c6d-1a2b-4c3d-9e8f-0a1b2c3d4e5f")

@@ -8,6 +8,8 @@
     '3天2晚，预算8000'
     >>> convert_numerals("1.5万元、5k")
     '15000元、5000'
+    >>> convert_numerals("写得简洁一点"), convert_numerals("下午一点到三点")
+    ('写得简洁一点', '下午1点到3点')
 
 Only runs that are clearly numbers are converted: a run with a magnitude
 character (十百千万亿), a digit run of three or more (years), or a single
@@ -41,6 +43,11 @@ _IDIOMS = ("万一", "千万", "一一", "一步", "一起", "一直", "一定",
            "乱七八糟", "七上八下", "三心二意", "一举两得", "独一无二", "一模一样")
 
 _RUN = re.compile(f"[{_NUMERAL_CHARS}]+")
+# "一点" is "a little" ("快一点", "一点都不") unless the words around it tell a time of day: a
+# part of the day or a day before it ("下午一点", "明天一点"), or after it the half, the hour,
+# minutes, "past" or a range ("一点半", "一点钟", "一点十分", "一点多", "一点到三点"; not "快一点到").
+_ONE_OCLOCK = re.compile(r"(?:上午|下午|中午|晚上|早上|凌晨|傍晚|夜里|半夜|今天|明天|后天|昨天)一点"
+                         r"|一点(?:半|钟|整|多|一刻|三刻|过|\d|[零一二三四五六七八九十]+分|[到至~-][零一二两三四五六七八九十\d])")
 _WEEKDAY = re.compile(r"(星期|礼拜|周)([一二三四五六日天])")
 _WEEKDAY_NUM = {"一": 1, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "日": 7, "天": 7}
 _PERCENT = re.compile(f"百分之([{_NUMERAL_CHARS}]+|\\d+(?:\\.\\d+)?)")
@@ -113,6 +120,8 @@ def _convert_run(match: re.Match[str]) -> str:
         at = text.find(idiom, max(0, start - len(idiom) + 1), end + len(idiom) - 1)
         if at != -1 and at < end and at + len(idiom) > start:
             return run
+    if run == "一" and following.startswith("点") and not _ONE_OCLOCK.search(text, max(0, start - 3), end + 4):
+        return run      # "简洁一点", "一点也不辣": a little, not one o'clock
     has_unit = any(ch in _SMALL_UNITS or ch in _BIG_UNITS for ch in run)
     if len(run) >= 2 and has_unit:
         return str(zh_to_int(run))
