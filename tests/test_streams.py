@@ -168,3 +168,21 @@ def test_the_multiturn_stream_gives_one_conversation_one_answer(tmp_path):
     assert probes["miss:paraphrase"][0] == "x-a:a:probe" and probes["miss:time_sensitive"][0] == "x-a:c:probe"
     assert probes["miss:entity_change"] == (key, "Three.")    # d's probe asks what a caches: a's answer
     assert all(r["answer"] for r in rows)
+
+
+def test_a_replay_saves_what_each_learning_system_observed(tmp_path):
+    """``--save-observations``: the labels' evidence rows, in the store's format, one file a
+    learning system and tenant (what ``smartcache train --observations`` reads)."""
+    from smartcache.decide.verifier import TreeVerifier
+    from smartcache.learn.observations import decode
+
+    rows = [line(i, text, key, session="s") for i, (text, key) in enumerate(
+        [("How do I deploy this service?", "k0"), ("How do I migrate this service?", "k1"),
+         ("How do I monitor this service?", "k2")])]
+    stream = write(tmp_path / "s.jsonl", rows)
+    assert main(["replay", "--stream", str(stream), "--systems", "smartcache,exact",
+                 "--save-observations", str(tmp_path / "obs")]) == 0
+    [saved] = sorted((tmp_path / "obs").iterdir())
+    assert saved.name == "smartcache.t0.json"
+    labelled = decode(saved.read_text(encoding="utf-8"), TreeVerifier.load().features)
+    assert len(labelled) == 2 and not any(r.correct for r in labelled)

@@ -34,6 +34,7 @@ import uuid
 import weakref
 from collections import Counter
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from smartcache.config import CacheConfig, load_config
@@ -50,6 +51,7 @@ from smartcache.context.normalize import request_words
 from smartcache.decide.decider import tier_of
 from smartcache.decide.near_exact import corrected, near_repeat
 from smartcache.learn import AnswerJudge, Judgement, Label
+from smartcache.learn.observations import Labelled, ObservationLog, Rows, as_rows
 from smartcache.learn.personal import personal_data
 from smartcache.learn.policy import CHECK, FORWARDED, LearnedPolicy, Observation
 from smartcache.learn.sharing import Asked, ProvenSharing
@@ -155,6 +157,12 @@ def _limit_blas(threads: int) -> None:
     threadpool_limits(limits=threads, user_api="blas")
 
 
+def _file_tag(path: str) -> str:
+    """A short digest of a model file's bytes: which model the learned scores belong to."""
+    import hashlib
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]
+
+
 def _check_id(value: object, what: str, *, required: bool) -> str | None:
     if value is None:
         if required:
@@ -199,6 +207,11 @@ class SmartCache:
         self.policy = LearnedPolicy(self.config.learning) \
             if self.config.learning.enabled and self.config.use_verifier else None
         self.judge = AnswerJudge(self.encoder)
+        self._model_tag = _file_tag(self.config.verifier_path) if self.config.verifier_path else ""
+        # The labels' evidence rows, for refitting the verifier on the tenant's traffic (off the request path).
+        self._observations = ObservationLog(verifier.features, self.config.learning.observations_kept,
+                                            self.config.learning.labels_per_session) \
+            if self.policy is not None and verifier is not None and self.config.learning.observations_kept else None
         self._loaded: set[str] = set()          # tenants whose learned state was read from the store
         self._load_lock = threading.Lock()
         self._sharing = ProvenSharing(self.policy, lambda: self.backend, lambda: self.lifecycle, self.judge,
@@ -576,6 +589,9 @@ class SmartCache:
             return judgement
         due = self.policy.observe(Observation(tenant, found.stratum, score, judgement.label is Label.SAME,
                                               nearest.cache_id, kind, found.request.session or ""))
+        if self._observations is not None and found.nearest_features is not None:
+            self._observations.add(tenant, Labelled(found.nearest_features, judgement.label is Label.SAME, score,
+                                                    found.stratum, self.clock(), kind, found.request.session or ""))
         self._count("observations")
         if due:
             self._save_learned(tenant)
@@ -597,7 +613,7 @@ class SmartCache:
     def _load_learned(self, tenant: str) -> None:
         assert self.policy is not None
         try:
-            text = self.backend.load_state(f"learned:{tenant}")
+            text = self.backend.load_state(self._learned_key(tenant))
             if text is not None:
                 self.policy.restore(tenant, text)
                 if self._sharing is not None:
@@ -607,6 +623,11 @@ class SmartCache:
             return
         except ValueError as exc:
             log.error("smartcache ignores the learned state of %r: %s", tenant, exc)
+        if self._observations is not None:
+            try:
+                self._observations.adopt(tenant, self.backend.load_state(f"observations:{tenant}"))
+            except StoreError as exc:       # they are only for refitting: the next save merges what was stored
+                log.warning("smartcache could not read the observations of %r: %s", tenant, exc)
         self._loaded.add(tenant)
 
     def _save_learned(self, tenant: str) -> None:
@@ -617,7 +638,7 @@ class SmartCache:
         assert policy is not None
         news = policy.take_news(tenant)
         try:
-            text = self.backend.update_state(f"learned:{tenant}", lambda stored: policy.merged(stored, news))
+            text = self.backend.update_state(self._learned_key(tenant), lambda stored: policy.merged(stored, news))
         except StoreError as exc:       # kept in memory; the next save carries it
             policy.give_back(tenant, news)
             log.warning("smartcache could not save the learned state of %r: %s", tenant, exc)
@@ -625,6 +646,38 @@ class SmartCache:
         policy.adopt(tenant, text)
         if self._sharing is not None:
             self._sharing.adopted(tenant)
+        self._save_observations(tenant)
+
+    def _learned_key(self, tenant: str) -> str:
+        """Where a tenant's learned points live: what was learned is scores of one model, so a
+        model other than the packaged one (``verifier_path``, e.g. a refit) learns apart."""
+        return f"learned:{tenant}" if not self._model_tag else f"learned:{tenant}@{self._model_tag}"
+
+    def _save_observations(self, tenant: str) -> None:
+        """The evidence rows learned since the last save, merged into the store's (the newest kept)."""
+        log_ = self._observations
+        if log_ is None:
+            return
+        rows = log_.take_news(tenant)
+        if not rows:
+            return
+        try:
+            text = self.backend.update_state(f"observations:{tenant}", lambda stored: log_.merged(stored, rows))
+        except StoreError as exc:       # kept in memory; the next save carries them
+            log_.give_back(tenant, rows)
+            log.warning("smartcache could not save the observations of %r: %s", tenant, exc)
+            return
+        log_.adopt(tenant, text)
+
+    def observations(self, tenant: str = "default") -> Rows:
+        """The tenant's labelled evidence rows (``learn.observations``), oldest first: what
+        ``smartcache train --observations`` refits the verifier on. Empty when none are kept."""
+        tenant = _check_id(tenant, "tenant", required=True)  # type: ignore[assignment]
+        if self._observations is None:
+            features = self.decider.verifier.features if self.decider.verifier is not None else ()
+            return as_rows([], features)
+        self._policy_of(tenant)         # read what the store holds first
+        return self._observations.rows(tenant)
 
     def save_learned(self) -> None:
         """Write every tenant's learned state to the store now (shutdown; tests)."""

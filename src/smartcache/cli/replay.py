@@ -37,6 +37,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--limit", type=int, help="replay only the first N sessions / cases")
     parser.add_argument("--json", dest="json_out", help="write the figures here")
     parser.add_argument("--config", help="a TOML config file merged over the defaults")
+    parser.add_argument("--save-observations", metavar="DIR",
+                        help="with --stream: write the labelled evidence each learning system gathered, one "
+                             "file a system and tenant (DIR/SYSTEM.TENANT.json), for smartcache train --observations")
     parser.set_defaults(run=run)
 
 
@@ -120,9 +123,30 @@ def run_stream(args: argparse.Namespace) -> int:
     print(text)
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(report, ensure_ascii=False, indent=1), encoding="utf-8")
+    if args.save_observations:
+        _save_observations(systems, Path(args.save_observations))
     if args.report:
         path = Path(args.report)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text + f"\n![curves]({path.with_suffix('.png').name})\n", encoding="utf-8")
         st.plot(report, path.with_suffix(".png"))
     return 0
+
+
+def _save_observations(systems: list, folder: Path) -> None:
+    """Each learning system's observations per tenant, in the store's own format."""
+    from smartcache.eval.streams import SmartCacheStream
+    from smartcache.learn.observations import encode_rows
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for system in systems:
+        if not isinstance(system, SmartCacheStream) or system.cache.policy is None:
+            continue
+        for tenant in system.cache.policy.tenants():
+            rows = system.cache.observations(tenant)
+            if not len(rows):
+                continue
+            path = folder / f"{system.name.replace(':', '_').replace('@', '-')}.{tenant}.json"
+            path.write_text(encode_rows(rows), encoding="utf-8")
+            print(f"wrote {len(rows)} observations to {path}", file=sys.stderr)
+

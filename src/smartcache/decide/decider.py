@@ -217,15 +217,17 @@ class Decider:
 
     def _verified(self, fp: Fingerprint, candidates: Sequence[ScoredEntry], continued: Sequence[Entry],
                   limits: Thresholds, reasons: list[Reason], policy: ServePolicy | None = None) -> Decision:
-        decision, nearest, same = self._verified_zone(fp, candidates, continued, limits, reasons, policy)
+        decision, nearest, same, features = self._verified_zone(fp, candidates, continued, limits, reasons, policy)
         if nearest is None:
             return decision
-        return replace(decision, nearest=nearest, stratum=stratum_of(fp), scores=replace(decision.scores, same=same))
+        return replace(decision, nearest=nearest, stratum=stratum_of(fp), scores=replace(decision.scores, same=same),
+                       nearest_features=features)
 
     def _verified_zone(self, fp: Fingerprint, candidates: Sequence[ScoredEntry], continued: Sequence[Entry],
                        limits: Thresholds, reasons: list[Reason], policy: ServePolicy | None
-                       ) -> tuple[Decision, Entry | None, float | None]:
-        """The decision, with the best unvetoed candidate and its P(same) (None when none)."""
+                       ) -> tuple[Decision, Entry | None, float | None, tuple[float, ...] | None]:
+        """The decision, with the best unvetoed candidate, its P(same) and its feature row (None
+        when none)."""
         assert self.verifier is not None
         found, below = self.evidence(fp, candidates, limits)
         open_ = [e for e in found if e.veto is None]
@@ -253,7 +255,8 @@ class Decider:
                  and e.entry.prefix_hash == fp.signature.history_hash]
         if exact:
             ranked = exact[:1] + [i for i in ranked if i != exact[0]]
-        nearest = (open_[ranked[0]].entry, float(probs[ranked[0], P_SAME])) if ranked else (None, None)
+        nearest = (open_[ranked[0]].entry, float(probs[ranked[0], P_SAME]),
+                   tuple(float(v) for v in x[ranked[0]])) if ranked else (None, None, None)
         for i in ranked[:1]:
             e, p = open_[i], float(probs[i, P_SAME])
             word_for_word = bool(exact) and i == exact[0]
@@ -307,14 +310,14 @@ class Decider:
         if vetoed:
             e = vetoed[0]
             return Decision(Zone.MISS, tuple(reasons) + (e.veto,) + e.signals, None, scores(e), candidates=n), \
-                None, None
+                None, None, None
         if below:
             c = below[0]
             return Decision(Zone.MISS, tuple(reasons) + (Reason(
                 R.LOW_SIMILARITY, f"turn cosine {c.similarity:.3f} < {limits.half_hit}", c.entry.cache_id),),
-                None, Scores(c.similarity, None), candidates=n), None, None
+                None, Scores(c.similarity, None), candidates=n), None, None, None
         return Decision(Zone.MISS, tuple(reasons) + (Reason(R.NO_CANDIDATE, "nothing cached in this scope"),),
-                        candidates=0), None, None
+                        candidates=0), None, None, None
 
     def _bare_doubts(self, fp: Fingerprint, open_: Sequence[Evidence], x: np.ndarray, probs: np.ndarray,
                      tier: str, lang: str) -> dict[int, str]:

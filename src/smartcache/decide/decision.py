@@ -64,6 +64,9 @@ class Decision:
     # belongs to: when the request reaches the engine anyway, its answer labels this candidate.
     nearest: Entry | None = field(default=None, repr=False)
     stratum: str = ""
+    # The verifier's evidence on ``nearest`` (its feature row): with the label it gets, an
+    # observation the tenant's verifier can be refitted on (learn/observations.py).
+    nearest_features: tuple[float, ...] | None = field(default=None, repr=False, compare=False)
 
     @property
     def answer(self) -> str | None:

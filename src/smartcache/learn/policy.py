@@ -63,7 +63,8 @@ class LearningConfig:
     get the same answer to one question (its words, or rewordings answered alike) before its
     answers enter the tenant's global pool; ``share_after_proven``: as many, fewer, once the
     tenant's own traffic bounds P(a later session asking the same words gets another answer)
-    at δ (``sharing_point``; 0: never fewer).
+    at δ (``sharing_point``; 0: never fewer). ``observations_kept``: labelled evidence rows kept
+    per tenant for ``smartcache train --observations`` (0: none).
     ``tenants``: a tenant's own ``error_bound`` and ``strict_error_bound``, over the two above
     (``{"acme": {"error_bound": 0.005}}``; TOML ``[learning.tenants.acme]``)."""
 
@@ -81,6 +82,7 @@ class LearningConfig:
     share_after: int = _LEARN["share_after"]
     share_after_proven: int = _LEARN["share_after_proven"]
     labels_per_session: int = _LEARN["labels_per_session"]
+    observations_kept: int = _LEARN["observations_kept"]
     tenants: Any = ()       # read as a mapping; kept as sorted (tenant, error_bound, strict_error_bound), None: unset
 
     def __post_init__(self) -> None:
@@ -104,6 +106,9 @@ class LearningConfig:
                              "from 2 to share_after")
         if not isinstance(self.labels_per_session, int) or self.labels_per_session < 1:
             raise ValueError("learning.labels_per_session must be a positive number of labels")
+        if not isinstance(self.observations_kept, int) or isinstance(self.observations_kept, bool) \
+                or self.observations_kept < 0:
+            raise ValueError("learning.observations_kept must be a number of rows, 0 or more")
         if not all(math.isfinite(float(v)) for v in (self.half_life, self.segment, self.segment_factor)):
             raise ValueError("learning.half_life, segment and segment_factor must be finite numbers")
         if self.half_life <= 0 or self.segment < 1 or self.segment_factor < 1 or self.max_entries < 1 \
