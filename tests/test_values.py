@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 from smartcache.context import normalize_text
 from smartcache.decide.evidence import _quantity
-from smartcache.decide.match import _align_numbers
+from smartcache.decide.swaps import _align_numbers
 from smartcache.fingerprint import extract_entities
 
 _DIGITS = "零一二三四五六七八九"
