@@ -52,6 +52,11 @@ _SOFT = re.compile(r"最新|latest|newest|most recent|current \w+(?: \w+)?|最�
                    r"these days|this (?:weekend|week|month|year|season|cycle|semester|quarter)|currently|"
                    r"next (?:\w+ )?(?:exam|test|game|match|episode|season|release|update|event)|last (?:month|week|year)'?s?",
                    re.I)
+# What a "latest" names when it asks for the content of the moment ("结合最新的热点写一段文案",
+# "summarise the latest news"): the answer holds what is current, whatever the request's form.
+_LATEST_CONTENT = re.compile(r"\W{0,2}(?:的)?[\u4e00-\u9fff]{0,4}?(?:热点|热搜|新闻|时事|动态|趋势|资讯|头条|消息|行情|事件|话题|进展|排行|榜单|"
+                             r"梗|流行语)|\s+(?:\w+\s+){0,2}(?:news|headlines|trends?|trending|developments|events|"
+                             r"updates|happenings|memes)\b")
 _FIRST_PERSON = re.compile(r"我|咱|宝宝|孩子|\bi\b|\bi'm\b|\bmy\b|\bwe\b|\bour\b")
 _PREMISE = re.compile(r"\b(?:if|suppose|assume|say)\s+today is (?:a )?(?:mon|tues|wednes|thurs|fri|satur|sun)day\b|"
                       r"(?:如果|假如|假设|要是)今天是(?:周|星期|礼拜)[1-7一二三四五六日天]")
@@ -195,6 +200,8 @@ def depends_on_now(text: str, match: re.Match[str] | None = None, markers: re.Pa
     if _STATE.search(clause) and not _SOFT.fullmatch(word):
         return True         # a state beside the time word: "明天去爬山会下雨吗", "wondering whether it will snow tomorrow"
     if _SOFT.fullmatch(word):
+        if _LATEST_CONTENT.match(text, end) and not _how_to(clause):
+            return True     # "结合最新的热点写一段文案": written from what is current; not "怎么获取最新的新闻"
         if asks:
             return not _how_to(clause)      # "最近总是失眠怎么办"; not "最近有什么好看的电影"
         return _bare_query(text)    # "今年高考分数线", "目前的房贷利率"; not "我目前在北京工作", "再加上下周的安排"
