@@ -89,7 +89,8 @@ def markdown(report: dict, before: dict | None, command: str) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sets", help="comma-separated set names (default: every set but the unread ones)")
+    parser.add_argument("--sets", help="comma-separated set names (default: every set but the unread ones; "
+                                       "none: only the --extra files)")
     parser.add_argument("--extra", action="append", default=[], help="another case file (the benchmark)")
     parser.add_argument("--modes", default="case,session,global")
     parser.add_argument("--json", dest="json_out", required=True)
@@ -97,7 +98,8 @@ def main(argv=None) -> int:
     parser.add_argument("--before", help="an earlier --json (one case at a time) to compare recall with")
     parser.add_argument("--config", help="a TOML config merged over the defaults (another verifier, say)")
     args = parser.parse_args(argv)
-    names = args.sets.split(",") if args.sets else sorted(p.stem for p in DEVSET.glob("*.jsonl") if p.stem not in UNREAD)
+    names = [] if args.sets == "none" else args.sets.split(",") if args.sets else \
+        sorted(p.stem for p in DEVSET.glob("*.jsonl") if p.stem not in UNREAD)
     report = run([DEVSET / f"{n}.jsonl" for n in names], args.modes.split(","), [Path(p) for p in args.extra],
                  args.config)
     Path(args.json_out).write_text(json.dumps(report, indent=1), encoding="utf-8")
