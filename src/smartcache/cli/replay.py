@@ -149,4 +149,3 @@ def _save_observations(systems: list, folder: Path) -> None:
             path = folder / f"{system.name.replace(':', '_').replace('@', '-')}.{tenant}.json"
             path.write_text(encode_rows(rows), encoding="utf-8")
             print(f"wrote {len(rows)} observations to {path}", file=sys.stderr)
-

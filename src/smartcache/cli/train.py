@@ -80,7 +80,6 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-
 def run_refit(args: argparse.Namespace) -> int:
     """``--observations``: the packaged trees fitted again on the public rows and the tenant's."""
     import json as _json
