@@ -53,7 +53,8 @@ def main() -> int:
     if len({r.tenant for r in stream}) != 1:
         print("one tenant a stream, please", file=sys.stderr)
         return 2
-    config = load_config(store={"backend": "memory"}, learning={"error_bound": args.error_bound})
+    config = load_config(store={"backend": "memory"},
+                         learning={"error_bound": args.error_bound, "observations_kept": 100_000})
     encoder = SmartCache(config).encoder
     before, observed = second_half(config, stream, args.system, encoder)
     split = stream[len(stream) // 2].t

@@ -5,6 +5,8 @@ restart and are pooled by caches sharing a store."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from smartcache import SmartCache, load_config
@@ -56,8 +58,11 @@ def _labelled_misses(cache, session: str, n: int = 3) -> None:
         cache.store(found, f"another answer {i}")
 
 
+KEEP = {"observations_kept": 1000}      # off by default
+
+
 def test_each_label_keeps_the_verifiers_evidence_row(encoder):
-    cache = SmartCache(load_config(store={"backend": "memory"}), encoder=encoder)
+    cache = SmartCache(load_config(store={"backend": "memory"}, learning=KEEP), encoder=encoder)
     _labelled_misses(cache, "s1")
     rows = cache.observations("default")
     assert len(rows) == 3 and rows.x.shape == (3, len(cache.decider.verifier.features))
@@ -68,14 +73,15 @@ def test_each_label_keeps_the_verifiers_evidence_row(encoder):
 
 
 def test_nothing_is_kept_with_learning_off_or_no_rows_to_keep(encoder):
-    for overrides in ({"learning": {"enabled": False}}, {"learning": {"observations_kept": 0}}):
+    for overrides in ({"learning": {"enabled": False, **KEEP}}, {}):      # learning off; the default
         cache = SmartCache(load_config(store={"backend": "memory"}, **overrides), encoder=encoder)
         _labelled_misses(cache, "s1", 1)
         assert len(cache.observations("default")) == 0
 
 
 def test_the_rows_survive_a_restart_and_two_caches_on_one_file_pool_them(encoder, tmp_path):
-    config = load_config(store={"backend": "sqlite", "path": str(tmp_path / "c.db")}, learning={"persist_every": 1})
+    config = load_config(store={"backend": "sqlite", "path": str(tmp_path / "c.db")},
+                         learning={"persist_every": 1, **KEEP})
     first, second = (SmartCache(config, encoder=encoder) for _ in range(2))
     _labelled_misses(first, "s1", 2)
     _labelled_misses(second, "s2", 3)
@@ -83,6 +89,25 @@ def test_the_rows_survive_a_restart_and_two_caches_on_one_file_pool_them(encoder
     second.save_learned()
     again = SmartCache(config, encoder=encoder)
     assert len(again.observations("default")) == 5
+
+
+def test_a_corrupt_stored_record_is_replaced_not_raised(encoder):
+    """A record cut short (valid JSON, half an archive) must neither stop the tenant's requests
+    nor the next save: it is read as nothing and replaced by the merge."""
+    config = load_config(store={"backend": "memory"}, learning={"persist_every": 1, **KEEP})
+    cache = SmartCache(config, encoder=encoder)
+    good = encode([row(True, 1.0)], FEATURES)
+    data = json.loads(good)
+    data["arrays"] = data["arrays"][: len(data["arrays"]) // 2]
+    cache.backend.save_state("observations:default", json.dumps(data))
+    _labelled_misses(cache, "s1", 2)
+    cache.save_learned()
+    assert len(cache.observations("default")) == 2
+    for broken in (json.dumps(data), json.dumps({**json.loads(good), "arrays": "!!!"}),
+                   json.dumps({**json.loads(good), "features": 5}), json.dumps({**json.loads(good), "kind": None}),
+                   json.dumps({**json.loads(good), "stratum": [1]}), "{not json"):
+        with pytest.raises(ValueError):
+            decode(broken, FEATURES)
 
 
 def test_a_bad_tenant_is_a_typed_error(encoder):

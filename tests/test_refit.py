@@ -84,6 +84,8 @@ def test_too_few_or_one_sided_observations_are_refused(public, observed):
     packaged = TreeVerifier.load()
     with pytest.raises(ValueError, match="too few"):
         refit(public, as_rows(observed[:1], packaged.features), packaged, say=lambda m: None)
+    with pytest.raises(ValueError, match="weight"):
+        refit(public, as_rows(observed, packaged.features), packaged, weight=-1.0, say=lambda m: None)
     with pytest.raises(ValueError, match="all one label"):
         refit(public, as_rows([r for r in observed if r.correct], packaged.features), packaged, say=lambda m: None)
 

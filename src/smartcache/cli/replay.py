@@ -102,6 +102,9 @@ def make_stream_systems(names: list[str], config, encoder, *, promote_at_once: b
     return out
 
 
+OBSERVATIONS_KEPT = 100_000     # rows a replay keeps a tenant for --save-observations (a stream is a few thousand)
+
+
 def run_stream(args: argparse.Namespace) -> int:
     from smartcache.eval import streams as st
 
@@ -111,6 +114,8 @@ def run_stream(args: argparse.Namespace) -> int:
         overrides: dict = {"store": {"backend": "memory"}}
         if args.error_bound is not None:
             overrides["learning"] = {"error_bound": args.error_bound}
+        if args.save_observations:       # kept only when asked for (learning.observations_kept)
+            overrides.setdefault("learning", {})["observations_kept"] = OBSERVATIONS_KEPT
         config = load_config(args.config, **overrides)
         encoder = SmartCache(config).encoder        # one encoder (and memo) for every system
         systems = make_stream_systems(names, config, encoder, promote_at_once=not args.promote_window)

@@ -77,6 +77,10 @@ def refit(public: Harvest, obs: Rows, packaged: TreeVerifier, *, error_bound: fl
         raise ValueError("the observations, the packaged model and this version's features differ")
     if not 0 < held_back < 1:
         raise ValueError("held_back must be a share between 0 and 1")
+    if not (math.isfinite(weight) and weight > 0):
+        raise ValueError("weight must be a positive number")
+    if not (np.isfinite(obs.x).all() and np.isfinite(obs.at).all()):
+        raise ValueError("observations with a value that is not a finite number")
     n = len(obs)
     back_n = math.ceil(held_back * n)
     if n - back_n < 1 or back_n < 1 or obs.correct.all() or not obs.correct.any():
@@ -111,7 +115,7 @@ def refit(public: Harvest, obs: Rows, packaged: TreeVerifier, *, error_bound: fl
         old_kind = _served(p_old[mine], _points_of(packaged, back)[mine], back.correct[mine])
         lift = 0.0
         while True:
-            trial = replace(base, meta={"operating_points": {k: min(v + lift, 0.999) if _is_context(k) == context
+            trial = replace(base, meta={"operating_points": {k: min(v + lift, 0.999) if _kind(k) == context
                                                              else v for k, v in points.items()}})
             got = _served(p_new[mine], _points_of(trial, back)[mine], back.correct[mine])
             # Proven within δ, or no worse than today's model on the same rows (no more wrong
@@ -122,7 +126,7 @@ def refit(public: Harvest, obs: Rows, packaged: TreeVerifier, *, error_bound: fl
             lift = round(lift + STEP, 3)
         if lift:
             raised["context" if context else "single"] = lift
-            points = {k: min(v + lift, 0.999) if _is_context(k) == context else v for k, v in points.items()}
+            points = {k: min(v + lift, 0.999) if _kind(k) == context else v for k, v in points.items()}
     meta = {"seed": seed, "budget": budget, "single_budget": single_budget, "operating_points": points,
             "params": params, "points_on": "calibration", "refit": {"observations": n, "held_back": back_n,
                                                                    "weight": weight, "error_bound": error_bound,
@@ -136,11 +140,11 @@ def refit(public: Harvest, obs: Rows, packaged: TreeVerifier, *, error_bound: fl
     return verifier, report
 
 
-def _is_context(key: str) -> bool:
-    """Point keys: "low", "low@en", "context" are for requests with a history; "low:single",
-    "single" for single-turn ones; "default" for both (kept as it is)."""
+def _kind(key: str) -> bool | None:
+    """Point keys: "low", "low@en", "context" are for requests with a history (True);
+    "low:single", "single" for single-turn ones (False); "default" for both (None: kept as it is)."""
     base = key.split("@")[0]
-    return base != "default" and not base.endswith("single")
+    return None if base == "default" else not base.endswith("single")
 
 
 def markdown(report: dict[str, Any], command: str) -> str:

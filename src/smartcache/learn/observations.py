@@ -78,18 +78,30 @@ def encode(rows: Sequence[Labelled], features: Sequence[str]) -> str:
 def decode(text: str, features: Sequence[str]) -> list[Labelled]:
     """The rows of ``encode``; ValueError on another format, or rows of other features (a
     model with other features cannot be refitted on them)."""
-    data = json.loads(text)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not a {FORMAT} record: {exc}") from exc
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ValueError(f"not a {FORMAT} record")
-    if list(data["features"]) != list(features):
+    if data.get("features") != list(features):
         raise ValueError("observations of other features than this verifier's")
-    arrays = np.load(io.BytesIO(base64.b64decode(data["arrays"])), allow_pickle=False)
-    x, correct, score, at = arrays["x"], arrays["correct"], arrays["score"], arrays["at"]
+    columns = [data.get(name) for name in ("stratum", "kind", "session")]
+    if not all(isinstance(c, list) and all(isinstance(v, str) for v in c) for c in columns):
+        raise ValueError("an observations record whose stratum, kind or session is not a list of strings")
+    try:    # a record cut short or altered: whatever the zip or base64 reader says, one error
+        arrays = np.load(io.BytesIO(base64.b64decode(str(data.get("arrays", "")), validate=True)), allow_pickle=False)
+        x, correct, score, at = (np.asarray(arrays[k]) for k in ("x", "correct", "score", "at"))
+    except Exception as exc:
+        raise ValueError(f"an observations record whose arrays cannot be read: {exc}") from exc
     n = len(correct)
-    if not (len(x) == len(score) == len(at) == len(data["stratum"]) == len(data["kind"]) == len(data["session"]) == n):
+    if x.shape != (n, len(features)) or not (len(score) == len(at) == n == len(columns[0]) == len(columns[1])
+                                               == len(columns[2])):
         raise ValueError("an observations record whose columns differ in length")
-    return [Labelled(tuple(float(v) for v in x[i]), bool(correct[i]), float(score[i]), data["stratum"][i],
-                     float(at[i]), data["kind"][i], data["session"][i]) for i in range(n)]
+    if not (np.isfinite(x).all() and np.isfinite(score).all() and np.isfinite(at).all()):
+        raise ValueError("an observations record with a value that is not a finite number")
+    return [Labelled(tuple(float(v) for v in x[i]), bool(correct[i]), float(score[i]), columns[0][i],
+                     float(at[i]), columns[1][i], columns[2][i]) for i in range(n)]
 
 
 def encode_rows(rows: Rows) -> str:
@@ -158,7 +170,7 @@ class ObservationLog:
         if stored:
             try:
                 old = decode(stored, self.features)
-            except (ValueError, KeyError, TypeError):
+            except ValueError:
                 old = []
         return encode((old + news)[-self.kept:], self.features)
 
@@ -168,7 +180,7 @@ class ObservationLog:
             return
         try:
             rows = decode(text, self.features)
-        except (ValueError, KeyError, TypeError):
+        except ValueError:
             return
         with self._lock:
             unsaved = self._news.get(tenant, [])
