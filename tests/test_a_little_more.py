@@ -19,6 +19,7 @@ def test_a_little_more_so_changes_the_request(text):
 
 
 @pytest.mark.parametrize("text", ["一点也不辣吗", "再见", "哪个更好一点", "我想再了解一点历史知识的书", "能不能再讲讲",
-                                  "简洁一点的写法有哪些"])
+                                  "简洁一点的写法有哪些", "我想再看看这些", "怎么让网速再快一点？",
+                                  "如何让孩子再自信一些"])
 def test_other_uses_are_no_change(text):
     assert ChangeFlag.REPLACEMENT not in change_flags(normalize_text(text))

@@ -68,7 +68,10 @@ def test_a_little_is_no_clock_time(text):
 
 @pytest.mark.parametrize("text, converted", [("下午一点", "下午1点"), ("明天一点开会", "明天1点开会"),
                                              ("一点半见", "1点半见"), ("一点钟", "1点钟"), ("一点多了", "1点多了"),
-                                             ("一点到两点", "1点到2点"), ("凌晨一点", "凌晨1点")])
+                                             ("一点到两点", "1点到2点"), ("凌晨一点", "凌晨1点"),
+                                             ("一点以后", "1点以后"), ("一点的飞机", "1点的飞机"), ("约在一点", "约在1点"),
+                                             # a decimal is no "a little" either: read as before
+                                             ("跑一点五公里", "跑1点5公里")])
 def test_one_oclock_is_still_a_time(text, converted):
     assert convert_numerals(text) == converted
 

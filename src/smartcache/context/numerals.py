@@ -45,9 +45,12 @@ _IDIOMS = ("万一", "千万", "一一", "一步", "一起", "一直", "一定",
 _RUN = re.compile(f"[{_NUMERAL_CHARS}]+")
 # "一点" is "a little" ("快一点", "一点都不") unless the words around it tell a time of day: a
 # part of the day or a day before it ("下午一点", "明天一点"), or after it the half, the hour,
-# minutes, "past" or a range ("一点半", "一点钟", "一点十分", "一点多", "一点到三点"; not "快一点到").
-_ONE_OCLOCK = re.compile(r"(?:上午|下午|中午|晚上|早上|凌晨|傍晚|夜里|半夜|今天|明天|后天|昨天)一点"
-                         r"|一点(?:半|钟|整|多|一刻|三刻|过|\d|[零一二三四五六七八九十]+分|[到至~-][零一二两三四五六七八九十\d])")
+# a numeral, "past" or a range ("一点半", "一点钟", "一点十分", "一点多", "一点到三点"; not "快一点到").
+# "一点五公里" (1.5) is read as before, 1点5: a decimal is not "a little" either.
+_ONE_OCLOCK = re.compile(r"(?:上午|下午|中午|晚上|早上|凌晨|傍晚|夜里|半夜|深夜|午夜|今晚|明早|今天|明天|后天|昨天|每天|"
+                         r"[号日在约于从至]|周[1-7一二三四五六日天])一点"
+                         r"|一点(?:半|钟|整|多|一刻|三刻|过|\d|[零一二两三四五六七八九十]|[到至~-][零一二两三四五六七八九十\d]|"
+                         r"以后|之后|以前|之前|左右|的(?:飞机|航班|火车|高铁|车|票|会议?|课|电影|场))")
 _WEEKDAY = re.compile(r"(星期|礼拜|周)([一二三四五六日天])")
 _WEEKDAY_NUM = {"一": 1, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "日": 7, "天": 7}
 _PERCENT = re.compile(f"百分之([{_NUMERAL_CHARS}]+|\\d+(?:\\.\\d+)?)")

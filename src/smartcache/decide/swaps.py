@@ -79,7 +79,8 @@ def aligned_entities(probe: Signature, cached: Signature) -> tuple[set[str], set
     extracted counted on the other side too where its words are there, in any case: how a
     name was typed, not what was asked, decides whether it is extracted ("Python: how can I
     reverse a list?" / "… a list in Python?", "how do i freeze a row in excel" / "… in
-    Excel?"). A name whose words are missing from the other request stays added or dropped."""
+    Excel?"), in its first clause. A name whose words are missing from there stays added or
+    dropped."""
     mine, theirs = _align_numbers(set(probe.entities), set(cached.entities))
     also_mine = {k for k in theirs - mine if _named_in(k, probe.text)}
     also_theirs = {k for k in mine - theirs if _named_in(k, cached.text)}
@@ -87,17 +88,21 @@ def aligned_entities(probe: Signature, cached: Signature) -> tuple[set[str], set
 
 
 def _named_in(key: str, text: str) -> bool:
-    """Whether ``text`` holds the words of the name ``key`` ("name:wells fargo"), whole words
-    in any case; Chinese names as they are written."""
+    """Whether the first clause of ``text`` holds the words of the name ``key`` ("name:wells
+    fargo"), whole words in any case; Chinese names as they are written. Not a later clause:
+    "how do i cancel my youtube premium, i did spotify premium already" asks about youtube,
+    with spotify beside it."""
     kind, _, value = key.partition(":")
     if kind != "name" or not value:
         return False
+    first = _CLAUSE_END.split(text, maxsplit=1)[0]
     if _CJK_CHAR.search(value):
-        return value in text
-    return re.search(r"(?<![a-z0-9])" + re.escape(value) + r"(?![a-z0-9])", text.lower()) is not None
+        return value in first
+    return re.search(r"(?<![a-z0-9])" + re.escape(value) + r"(?![a-z0-9])", first.lower()) is not None
 
 
 _CJK_CHAR = re.compile(r"[\u3400-\u9fff]")
+_CLAUSE_END = re.compile(r"[,;.!?]\s|[，；。！？]")   # "node.js" and "1,000" hold no clause's end
 
 
 def _canonical_noun(noun: str) -> str:

@@ -60,8 +60,10 @@ REMOVAL = _rx(r"去掉", r"删除", r"删掉", r"移除", r"去除", r"不要了
 REPLACEMENT = _rx(r"换成", r"改成", r"改为", r"替换", r"变成", r"提高到", r"提升到", r"增加到", r"降到", r"降低到", r"减少到",
                   r"调整为", r"调整到", r"改到", r"改走", r"换到", r"换个", r"换一", r"升级到", r"升到", r"改用", r"放宽到",
                   r"延长到", r"缩短到", r"改一下", r"如果是", r"要是",
-                  # "再短一点", "能再简洁一些吗": the last answer again, a little more so (a clause's end)
-                  r"再[\u4e00-\u9fff]{1,4}?(?:一点儿?|一些|点儿?|些)[吧吗呢啊]?(?:[，。！？,.!?~]|$)",
+                  # "再短一点", "能再简洁一些吗": the last answer again, a little more so, said to the assistant
+                  # (the turn opens with it, a clause's end closes it; not "怎么让网速再快一点", "再看看这些")
+                  r"^\W*(?:(?:能|可以|能不能|可不可以|请|麻烦|你|帮我|写得|改得)\W*)?再[\u4e00-\u9fff]{1,4}?"
+                  r"(?:一点儿?|一些|点儿?|(?<![这那哪])些)[吧吗呢啊]?(?:[，。！？,.!?~]|$)",
                   r"\binstead\b", r"\bchange (?:it |that |this |the \w+ )?to\b", r"\bswitch (?:it )?to\b",
                   r"\breplace\b", r"\bmake it\b", r"\b(?:increase|raise|lower|reduce|bump|extend|cut|shorten) .{0,30}\bto\b",
                   r"\bwhat if\b", r"\bhow about\b", r"\brather than\b", r"\bupgrade to\b")
