@@ -59,6 +59,44 @@ TIMELESS = [
 ]
 
 
+# Classes of states of the moment asked without a time word (stop 51), each with look-alikes whose
+# answer does not move: a market's price asked as a price, a market's moves, goods and seats left,
+# the roads and the trains, releases, countdowns either way round, who holds a title now.
+STATES_OF_THE_MOMENT = [
+    "鸡蛋多少钱一斤", "今年的大米什么价", "95号汽油多少钱一升", "白银行情怎么样", "how much is a dozen eggs",
+    "how much does a gallon of milk cost", "what are 30-year fixed mortgage rates like", "what's the prime rate",
+    "what's the price of a troy ounce of silver", "what's gold's price",
+    "did Tesla stock go down", "how's the Dow doing", "are the S&P 500 futures falling", "创业板涨了吗", "上证收盘多少点",
+    "腾讯跌了多少", "这双鞋还有货吗", "周末那家餐厅还有位置吗", "are there any seats left on the 6pm flight",
+    "any rooms still available at the Hilton downtown", "is the blue version sold out",
+    "二环堵不堵", "长安街路况怎么样", "机场快线运行正常吗", "is the Q line running", "is the Bay Bridge backed up",
+    "are there any strikes on the trains", "is there a typhoon heading to Okinawa", "台风登陆了吗",
+    "has the Switch 2 come out", "is the new Dune book out", "is Windows 12 released yet", "庆余年第三部出了吗",
+    "how long until Halloween", "还有多久放寒假", "how many weeks are left", "what year will it be in a decade", "I was born in 1988, how many days old am I",
+    "北京冬奥会已经过去几年了", "who is the richest woman in Asia", "who are the reigning champions",
+    "who won the Heisman", "澳网冠军是哪支队", "勇士输了没", "日本首相是哪位", "can we still sign up for the marathon",
+]
+LOOK_ALIKES = [
+    "黄金的熔点是多少", "红烧肉要放多少猪肉", "鸡蛋怎么煮才嫩", "what is a mortgage rate", "what is the interest rate effect",
+    "how much does a gallon of water weigh", "how much is a gallon in liters", "how are mortgage rates determined",
+    "why do egg prices rise before holidays", "what happens to stock prices when interest rates rise",
+    "油价是怎么定的", "基金净值是怎么算的", "what does 'sold out' mean on Ticketmaster", "怎么避免堵车",
+    "who won the world cup in 2010", "2019年NBA总冠军是哪个队", "what was the price of gold in 1971", "第十届全运会冠军是谁",
+    "what will cities look like 100 years from now", "how many seats are on a Boeing 737",
+    "who was the richest man in history", "what is a strike price", "为什么股票会涨跌",
+]
+
+
+@pytest.mark.parametrize("text", STATES_OF_THE_MOMENT)
+def test_a_state_of_the_moment_without_a_time_word_is_time_sensitive(text: str) -> None:
+    assert is_time_sensitive(normalize_text(text))
+
+
+@pytest.mark.parametrize("text", LOOK_ALIKES)
+def test_its_look_alikes_whose_answer_does_not_move_are_not(text: str) -> None:
+    assert not is_time_sensitive(normalize_text(text))
+
+
 @pytest.mark.parametrize("text", TIME_BOUND)
 def test_a_state_that_changes_is_time_sensitive(text: str) -> None:
     assert is_time_sensitive(normalize_text(text))

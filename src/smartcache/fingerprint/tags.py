@@ -128,8 +128,17 @@ TIME_SENSITIVE = _rx(
     r"当前(?!这|目录|路径|文件|页面|窗口|用户|行|列|分支|进程|线程|对象|元素|节点|值|时间戳|url|路由|位置|选中|登录|光标|标签|tab)",
     r"最近(?![的]?(?:[一1两2-9几]|\d+)[次个条天周月年笔单])", r"这个季节|当季",
     r"下[一1][班趟次场期届轮]", r"(?:离|距离?)[^,.;!?]{1,12}还有(?:多少|几)天",
-    r"(?:黄金(?!分割|时间|比例|周|期|档|法则)|白银|比特币|以太坊|房价|均价|利率|lpr|净值|币价)[^,.;!?]{0,8}(?:多少|几|什么价|涨|跌)",
-    r"(?<!第.任)(?<!首任)(?<!历任)(?<!前任)(?:总统|首相|总理|ceo|董事长|主席|市长|州长|省长|秘书长|主教练|行长)是谁", r"现任|首富",
+    r"(?:房价|均价|利率|lpr|净值|币价)[^,.;!?]{0,8}(?:多少|几|什么价|涨|跌)",
+    # A market's price, asked as a price ("猪肉多少钱一斤", "黄金多少钱一克"); not what the thing is
+    # ("黄金的密度是多少", "红烧肉要放多少猪肉").
+    r"(?:黄金(?!分割|时间|比例|周|期|档|法则)|白银|铂金|钯金|比特币|以太坊|狗狗币|猪肉|牛肉|羊肉|鸡蛋|大米|面粉|菜价|肉价|猪价|"
+    r"蔬菜|水果|白菜|汽油|柴油|[92][258]号(?:汽)?油|原油|天然气|铜价|铁矿石|大豆|玉米|小麦|棉花|白糖|生猪)"
+    r"[^,.;!?]{0,8}(?:多少钱|多少元|多少块|几块|什么价|价格|价钱|行情|涨|跌)",
+    # Goods in stock, a strike, the roads: the state of the moment ("这款手机有货吗", "地铁罢工了吗", "三环堵不堵").
+    r"(?:还)?有货吗|有没有货|有现货吗|缺货(?:了)?吗|到货了吗|补货了吗|售罄了吗|卖完了吗|"
+    r"罢工(?:了)?吗|有没有罢工|会不会罢工|路况(?:怎么样|如何|好吗|咋样)|堵(?:不堵|车吗|吗|得厉害吗)|(?:大盘|股市|a股|港股|美股|纳指|道指|恒指|上证|创业板)"
+    r"[^,.;!?]{0,4}(?:涨了|跌了|涨没涨|跌没跌|怎么样了?|表现如何|行情)",
+    r"(?<!第.任)(?<!首任)(?<!历任)(?<!前任)(?:总统|首相|总理|ceo|董事长|主席|市长|州长|省长|秘书长|主教练|行长)是(?:谁|哪位|哪个人)", r"现任|首富",
     r"谁是[^,.;!?]{0,6}(?:总统|首相|总理|ceo|董事长|主席|市长|首富)",
     r"排名第[一1]|排行榜|积分榜|榜首|热搜", r"(?:正在|最近|近期|即将|本周|这周)上映|上映了吗|在映|热映",
     r"(?:外面|那边|这边|那里|这里)[^,.;!?]{0,4}(?:冷|热|下雨|下雪|刮风)",
@@ -158,7 +167,7 @@ TIME_SENSITIVE = _rx(
     r"\bnext (?:train|bus|flight|ferry|game|match|episode|season|election|race|launch|test|exam|event|concert|show|"
     r"release|update|holiday|sat|act)\b", r"\bwhen (?:do|does|is|are|will)\b[^.?!]{0,40}\bnext\b", r"\bwhen'?s the next\b",
     # A countdown to a date, not a wait for something to happen ("how many days until i get my refund").
-    r"\bhow many (?:\w+ )?(?:days|weeks|months|hours)(?: are)? (?:left|remaining) (?:in|until|till|before)\b",
+    r"\bhow many (?:\w+ )?(?:days|weeks|months|hours)(?: are)? (?:left|remaining)(?: (?:in|until|till|before)\b|\W*$)",
     r"\bhow (?:many|much) (?:\w+ )?(?:days|weeks|months|hours|time) (?:until|till)\b(?! (?:i|you|we|it|my|the (?:refund|package|order|money))\b)",
     r"\bdays (?:until|till|left)\b(?! (?:i|you|we|it|my)\b)", r"\bhow old (?:is|am|are|will) [\w' ]{1,20}\bnow\b",
     r"\bwho(?: is|'s) (?:the )?(?:current )?(?:president|prime minister|pm|chancellor|ceo|chairman|head coach|coach|"
@@ -166,6 +175,8 @@ TIME_SENSITIVE = _rx(
     r"\bhow much (?:is|are|'s|does)\b[^.?!]{0,20}\b(?:bitcoin|btc|ethereum|eth|dogecoin|gold|silver|gas|oil|stock|shares?)\b",
     r"\b(?:bitcoin|btc|ethereum|eth|gold|silver|oil|gas|stock|share) (?:price|prices|worth|trading)\b",
     r"\bprice of (?:bitcoin|btc|ethereum|eth|gold|silver|oil|gas|a barrel)\b",
+    r"\bprice of (?:an? |one )?(?:troy )?(?:ounce|gram|barrel|gallon|kilo|pound) of (?:gold|silver|platinum|oil|crude|gas|copper)\b",
+    r"\b(?:bitcoin|btc|ethereum|eth|gold|silver|oil)'s price\b",
     r"\bwhat'?s the score\b", r"\bwho (?:won|is winning|is leading|'s leading|'s winning) (?:the )?(?:last|latest)\b",
     r"\bwho(?:'s| is) (?:leading|winning|ahead)\b", r"\bstandings\b", r"\bon this day\b",
     r"\b(?:number one|#1|top) (?:song|single|album|movie|film|show|book)\b(?! (?:in|of) (?:\d{4}|all time))",
@@ -175,14 +186,14 @@ TIME_SENSITIVE = _rx(
     r"\bwhat (?:day|date|year|month) is (?:it|today)\b", r"\bwhat(?:'s| is) (?:the|today'?s) date\b",
     r"现在是(?:哪|几|什么)(?:一)?[年月]", r"今年是哪[一1]?年",
     r"\bwho won (?:the )?(?:super bowl|world cup|election|game|match|championship|finals?|world series|grand prix|race|"
-    r"oscars?|award|league|tournament)\b", r"(?:谁赢了|哪队赢了|赢了吗|冠军是谁|夺冠了吗)",
+    r"oscars?|award|league|tournament)\b", r"(?:谁赢了|哪队赢了|[赢输]了(?:吗|没)|冠军是谁|夺冠了(?:吗|没))",
     r"\bopen (?:now|right now|tonight)\b", r"\b(?:is|are) [\w.]+(?: [\w.]+)? down\W*$", r"崩了吗|是不是崩了|挂了吗|宕机了吗",
     r"\bwhen is (?:easter|thanksgiving|chinese new year|lunar new year|mother'?s day|father'?s day|black friday|"
     r"labor day|memorial day|ramadan|diwali|passover|hanukkah|the tax deadline)\b",
     r"(?:春节|中秋节?|端午节?|元宵节?|国庆节?|清明节?|除夕|五一|母亲节|父亲节|双十一|双11)(?:是)?(?:几号|哪天|什么时候|放几天|放假安排)",
     r"(?:春节|中秋|国庆|高考|考研|元旦|过年)还有(?:多少|几)天",
     r"\b(?:next|last|this) (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", r"\blast (?:month|week|year)\b",
-    r"明年|去年|上个?月|上[一1]?周|这个?(?:星期|礼拜)[一二三四五六日天1-7]",
+    r"明年|去年|上个?月|上[一1]?周|这个?(?:星期|礼拜)[一二三四五六日天1-7]|[这下上]个?周[1-7日天](?=是?几号|是哪天)",
     r"\bhow old (?:is|are) (?!the |my |your |a |an |this |that |these |those )[a-z]+", r"\bhow old am i\b",
     r"(?<![你您])(?:多大了|今年几岁|今年多大)",
     r"\b\d+(?:\.\d+)? ?(?:usd|eur|gbp|jpy|cny|rmb|dollars?|euros?|pounds?|yen|yuan) (?:to|in) (?:usd|eur|gbp|jpy|cny|rmb|"
@@ -191,7 +202,7 @@ TIME_SENSITIVE = _rx(
     r"港币|美元)|[$€£¥]\d[\d,.]*(?:是|等于|换|兑换?)多少",
     r"\bstock (?:doing|price|up|down)\b",
     r"\bwhen (?:does|will|is) [\w' ]{1,30} (?:come out|coming out|release|be released|launch)\b",
-    r"\bhas [\w' ]{1,30} (?:been released|come out|launched)\b", r"(?:什么时候|哪天)(?:发售|发布|上市|上线)|(?:发布|发售|上市)了吗",
+    r"\bhas [\w'.\- ]{1,30} (?:been released|come out|launched)\b", r"(?:什么时候|哪天)(?:发售|发布|上市|上线)|(?:发布|发售|上市)了吗",
     r"\bwho(?: is|'s) (?:the )?(?:us|u\.s\.|american|british|uk|french|german|chinese|japanese|indian|canadian) "
     r"(?:president|prime minister|chancellor|leader)\b", r"\bstill alive\b|还活着吗|还在世吗",
     r"(?:下雨|下雪)了吗|(?:会|要)下(?:雨|雪)吗|\bdo i need (?:an? )?(?:umbrella|jacket|coat|chains|sunscreen)\b",
@@ -200,8 +211,58 @@ TIME_SENSITIVE = _rx(
     r"\bwhat time is the [\w' ]{0,30}(?:game|match|super bowl|parade|concert|race|kickoff)\b", r"赛程|发布会(?:是)?(?:什么时候|几点)|什么时候开赛",
     r"\bis it too late to (?:file|apply|register|appeal|submit|enroll|sign up|plant|book)\b", r"还能报名吗|还来得及报名",
     r"\b(?:is|are)\b[^.?!]{0,30}\bin stock\b|还有(?:余)?票吗|有票吗|还有余票", r"^\W*did (?:the )?[\w' ]{1,25} win\b",
-    r"冠军是哪(?:个|支)?队",
-    r"\bhow (?:long|many years|many months) ago (?:was|did|were)\b", r"\b(?:days?|weeks?|months?) from (?:now|today)\b",
+    r"冠军是哪(?:个|支|一)?(?:支)?(?:球)?队",
+    r"\bhow (?:long|many years|many months) ago (?:was|did|were)\b", r"\b(?:days?|weeks?|months?|hours?) from (?:now|today)\b", r"\bwhat (?:year|day|date|month) will it be\b",
+    r"\bhow many (?:days|weeks|months|years) old\b", r"过去(?:多少|几)(?:年|天|个月)了|已经(?:过去)?(?:多少|几)(?:年|天|个月)了",
+    # A market's price or a lender's rate, asked as what it is ("how much is a dozen eggs", "what are
+    # mortgage rates"); not what one is ("what is a mortgage rate"), nor a conversion ("how much is a
+    # gallon in liters"); how a price is set is read apart (timely._EXPLAINS).
+    r"\b(?:gas|gasoline|petrol|diesel|crude|egg|beef|milk|grocery|food|lumber|copper|wheat|corn|coffee|housing|home|"
+    r"rent|rental) prices?\b",
+    r"\bhow much (?:is|are) (?:a |one )?(?:gallon|liter|litre|barrel|dozen|carton|pound|ounce|kilo|loaf)s? "
+    r"(?:of )?(?!in\b|to\b)[a-z]",
+    r"\bhow much (?:does|do) (?:a |one )?(?:gallon|liter|litre|barrel|dozen|carton|pound|ounce|kilo|loaf)s? "
+    r"(?:of )?[\w ]{1,20} cost\b",
+    r"\b(?:what(?:'s| is| are)|how high (?:is|are))(?: the)?(?: current| average| going)?(?: (?:30|15|10|5)-year)?"
+    r"(?: fixed| variable| adjustable)? (?:mortgage|interest|fed funds|federal funds|prime|savings|cd|treasury|bond|"
+    r"refinance|refi|auto loan|car loan) rates?\b(?=\W*$| (?:in|on|for|at|now|today|right|this|these|averaging|going|like)\b)",
+    # A market's moves, the roads, a strike, goods sold out: the state of the moment.
+    r"\b(?:did|has|have|is|are|was|were)\b[^.?!]{0,30}\b(?:stocks?|shares|nasdaq|dow|s&p(?: 500)?|stock market|"
+    r"bitcoin|crypto|index|futures)\b[^.?!]{0,12}\b(?:go(?:ne)? (?:up|down)|went (?:up|down)|rise|rising|risen|fall|"
+    r"falling|fallen|drop|dropping|dropped|crash|crashing|crashed|rally|rallying|close (?:up|down|higher|lower))\b",
+    r"\bhow(?: is| are|'s| did) (?:the )?(?:[\w&.]+ )?(?:stocks?|shares|nasdaq|dow|s&p(?: 500)?|stock market|market|"
+    r"markets|bitcoin|crypto|economy|index|futures) (?:doing|performing|trading|looking|do|perform|close)\b",
+    r"\b(?:what'?s|what is|how'?s|how is|is there|is there any|any)(?: the| a| any)? traffic\b(?! (?:laws?|rules?|lights?|"
+    r"signs?|shaping|tickets?|fines?|school|analysis|sources?|management|engineering|control|data|violations?))",
+    r"\b(?:is there|are there)(?: a| an| any)? (?:[\w-]+ )?strikes?\b(?! (?:zone|price|rate|force|team|out))",
+    r"\b(?:is|are) [\w' ]{1,30} (?:sold out|back in stock|out of stock)\b",
+    r"\b(?:stock|shares?|bitcoin|btc|gold|oil) (?:at|trading at)\W*$", r"股票[^,.;!?]{0,6}多少钱|多少钱一股",
+    # Out yet, still open to, tickets left, who holds it now ("is iOS 18 out yet", "can I still register to vote").
+    r"\b(?:out|released|available) yet\b", r"\bis the new [\w'.\- ]{1,30} out\b", r"出了吗|出了没|上市了没|发布了没",
+    r"\bcan (?:i|we|you) still (?:register|apply|enroll|sign up|file|vote|buy tickets|get tickets|book|join|order)\b",
+    r"\btickets? (?:left|remaining|still available)\b",
+    r"\bwho(?:'s| is| are) (?:the )?richest\b", r"\bwho(?:'s| is| are) running for\b",
+    r"\bwhat(?:'s| is| are) trending\b", r"\bwho (?:are|is) the (?:[\w'’]+ ){0,2}(?:defending )?champions?\b",
+    r"\bwho won (?:the )?(?:ballon d'or|nobel|pulitzer|oscar|grammy|emmy|golden (?:ball|boot|globe)|mvp|heisman|cy young|"
+    r"booker|best picture)\b",
+    # A countdown to a holiday or an event, either word order ("how long until christmas", "还有几天过年").
+    r"\bhow long (?:until|till|before) (?:christmas|thanksgiving|easter|halloween|new year'?s?|valentine'?s|hanukkah|diwali|"
+    r"ramadan|the (?:election|olympics|world cup|super bowl|midterms|eclipse))\b",
+    r"还有(?:多少天|几天|多久|多长时间)(?:就|才|到)?(?:过年|春节|中秋|国庆|高考|考研|元旦|放假|开学|放?寒假|放?暑假|除夕)",
+    # Weather on its way, the roads and the trains now ("is there a hurricane coming", "is the L train running").
+    r"\b(?:hurricane|typhoon|tropical storm|storm|tornado|blizzard|wildfire|heat wave)s? (?:coming|heading|approaching|"
+    r"expected|hitting)\b", r"台风(?:来了吗|要来了?吗|会来吗|到哪了|登陆了吗|什么时候(?:来|到|登陆))",
+    r"\b(?:is|are) (?:the )?[\w-]+(?: [\w-]+)? (?:backed up|jammed|congested)\b",
+    r"\b(?:is|are) the [\w-]+(?: [\w-]+)? (?:train|line|subway|bus|ferry|metro|tube)s? (?:running|operating|on time)\b",
+    r"运行正常吗|正常运行吗|停运了(?:吗|没)|恢复运行了(?:吗|没)|通车了(?:吗|没)",
+    # A table, a seat, a room still free; an index's level; a share's move ("any tables left for 8",
+    # "还有位置吗", "恒指收盘多少点", "宁德时代跌了多少").
+    r"\b(?:any|still) (?:[\w-]+ ){0,3}(?:tables?|seats?|rooms?|spots?|campsites?|slots?|appointments?|tickets?) "
+    r"(?:left|available|open)\b", r"\b(?:tables?|seats?|spots?|slots?|tickets?|rooms?|campsites?) (?:left|remaining)\b",
+    r"还有(?:位置|位子|空位|座位|空房|房间|号|名额)(?:吗|没)|有没有(?:空位|位置|座位|空房)",
+    r"(?:收盘|开盘|报收|收报|现在)(?:价|在)?(?:多少|几)点|(?:大盘|股市|指数|恒指|上证|深证|纳指|道指)[^,.;!?]{0,6}多少点",
+    r"[涨跌]了(?:多少|几个点|百分之几)(?!才|算|合适|合理)",
+    r"\btop of the [\w' ]{1,30} (?:table|standings|league|charts?)\b",
 )
 
 REFERENCE = _rx(r"那家", r"这家", r"那个", r"这个", r"它", r"他们", r"那里", r"那儿", r"这里", r"上面", r"刚才", r"前面",

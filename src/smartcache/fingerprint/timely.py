@@ -103,6 +103,27 @@ _STATE = re.compile(
     r"\b(?:rain\w*|snow\w*|cold|hot|weather|open|closed|tickets?|crowded|busy|delay\w*|deals?|sales?|price\w*|cost|"
     r"how much|playing|score|traffic|down|up or down|showing|on tonight)\b")
 
+# A question of how a price or a market works, asked of no moment: "how are gas prices set", "why do
+# gas prices go up in summer", "what happens to bond prices when rates fall", "油价是怎么定的". Not
+# "why is bitcoin down" (a present state), "油价为什么涨了" (what just happened).
+_EXPLAINS = re.compile(
+    r"^\W*(?:(?:so|and|but|ok|okay|also|then|well)\W+)*(?:why (?:do|does|would|can|might)\b|how (?:are|is|do|does) [^?]{0,40}"
+    r"\b(?:set|determined|calculated|decided|regulated|measured|priced|made up|computed|adjusted)\b|what (?:determines|affects|"
+    r"drives|causes|influences|sets|decides|moves)\b|what happens (?:to|when|if)\b|what (?:factors|makes)\b|"
+    r"what does [^?]{1,40} mean\b)|是什么意思|"
+    r"(?:是)?(?:怎么|如何)(?:定|算|计算|确定|形成|制定)(?:出来)?的|由什么决定|受(?:什么|哪些)(?:因素)?影响|影响因素|取决于什么|形成机制|定价机制")
+# A word that names a moment itself: never read as a question of how prices work.
+_NAMES_A_MOMENT = re.compile(r"today|tonight|tomorrow|yesterday|\bnow\b|current|this|next|last|latest|recent|newest|moment|"
+                             r"live|real|[今明昨本这下上]|现在|最近|最新|目前|当前|刚刚|此刻|实时|眼下", re.I)
+
+# A year named beside a result, a price or an office holder dates the question itself: "who won the world
+# cup in 1998", "2023年的GDP是多少". Not an age or a countdown, which runs to now ("how old is someone born
+# in 1990", "how many years ago was 1999").
+_YEAR = re.compile(r"(?<![\d.$€£¥])(?:1[5-9]|20)\d\d(?![\d.%])(?:年(?!代)|\b)|"
+                   r"\b(?:super bowl|wrestlemania|ufc) (?:[lxvi]+|\d{1,3})\b|第[\d一二三四五六七八九十]+届")
+_FUTURE = re.compile(r"\b(?:will|going to|gonna|expected to)\b|将|预计|(?<![运奥全大集聚社体舞晚宴])会(?![员议计长场])", re.I)   # "when will the 2027 form be out": news may move it
+_RUNS_TO_NOW = re.compile(r"\b(?:old|ago|since|until|till|left|remaining|from (?:now|today))\b|多大|几岁|还有|距离?|离|至今|到现在", re.I)
+
 _ASKS_WHEN = re.compile(r"\b(?:when|what time|what day|what date|how many (?:days|weeks|hours)|how long (?:until|till|"
                         r"before|will it take)|until|till|by when|deadline|due)\b|什么时候|几点|几号|哪天|星期几|周几|"
                         r"多少天|几天|多久(?:能|才|到|后|以后|可以)|截止")
@@ -197,6 +218,11 @@ def depends_on_now(text: str, match: re.Match[str] | None = None, markers: re.Pa
     if word.startswith("现在还") and _REPAID.match(text, start):
         return False        # "我现在还清了房贷": repaid, not "still"
     asks = _asks(clause, here[2])
+    of_no_moment = not _NAMES_A_MOMENT.search(word) and not _SOFT.fullmatch(word)
+    if of_no_moment and _YEAR.search(clause) and not _RUNS_TO_NOW.search(clause) and not _FUTURE.search(clause):
+        return False        # "who won the world cup in 1998": the year dates what is asked
+    if of_no_moment and _EXPLAINS.search(sentence):
+        return False        # "how are gas prices set?", "油价是怎么定的": how a market works, not where it is now
     if _STATE.search(clause) and not _SOFT.fullmatch(word):
         return True         # a state beside the time word: "明天去爬山会下雨吗", "wondering whether it will snow tomorrow"
     if _SOFT.fullmatch(word):
