@@ -67,7 +67,7 @@ STATES_OF_THE_MOMENT = [
     "how much does a gallon of milk cost", "what are 30-year fixed mortgage rates like", "what's the prime rate",
     "what's the price of a troy ounce of silver", "what's gold's price",
     "did Tesla stock go down", "how's the Dow doing", "are the S&P 500 futures falling", "创业板涨了吗", "上证收盘多少点",
-    "腾讯跌了多少", "这双鞋还有货吗", "周末那家餐厅还有位置吗", "are there any seats left on the 6pm flight",
+    "恒生科技指数跌了多少", "这双鞋还有货吗", "周末那家餐厅还有位置吗", "are there any seats left on the 6pm flight",
     "any rooms still available at the Hilton downtown", "is the blue version sold out",
     "二环堵不堵", "长安街路况怎么样", "机场快线运行正常吗", "is the Q line running", "is the Bay Bridge backed up",
     "are there any strikes on the trains", "is there a typhoon heading to Okinawa", "台风登陆了吗",
@@ -75,6 +75,11 @@ STATES_OF_THE_MOMENT = [
     "how long until Halloween", "还有多久放寒假", "how many weeks are left", "what year will it be in a decade", "I was born in 1988, how many days old am I",
     "北京冬奥会已经过去几年了", "who is the richest woman in Asia", "who are the reigning champions",
     "who won the Heisman", "澳网冠军是哪支队", "勇士输了没", "日本首相是哪位", "can we still sign up for the marathon",
+    # a review's probes: moving now, a year still running, more ways to ask
+    "why do gas prices keep going up", "油价为什么一直涨", "is the 2026 MacBook Air out yet", "are the trains running",
+    "are the teachers on strike", "还有多久过春节", "离放暑假还有多久", "what's the fed rate", "are mortgage rates going down",
+    "is the stock market up", "what's brent crude at", "did GTA 6 come out", "are there still tickets for Hamilton",
+    "还剩几张票", "who's the reigning world chess champion",
 ]
 LOOK_ALIKES = [
     "黄金的熔点是多少", "红烧肉要放多少猪肉", "鸡蛋怎么煮才嫩", "what is a mortgage rate", "what is the interest rate effect",
@@ -84,6 +89,16 @@ LOOK_ALIKES = [
     "who won the world cup in 2010", "2019年NBA总冠军是哪个队", "what was the price of gold in 1971", "第十届全运会冠军是谁",
     "what will cities look like 100 years from now", "how many seats are on a Boeing 737",
     "who was the richest man in history", "what is a strike price", "为什么股票会涨跌",
+    # a review's probes: the same words about cooking, plumbing, code, games, sums, history, fiction
+    "鸡蛋从桌上跌落会碎吗", "牛肉炖土豆放几块姜", "面粉发酵后涨了两倍正常吗", "水果刀多少钱合适", "下水道会堵吗",
+    "我的代码这样写能正常运行吗", "这个问题你算出了吗", "我密码输了没反应怎么办", "美股怎么样开户", "A股开盘几点",
+    "why is my toilet backed up", "what is a traffic circle", "is there a three strikes law in California",
+    "is it normal for stocks to drop after earnings", "how long before Thanksgiving should I brine a turkey",
+    "how many weeks old should a puppy be before leaving its mother", "who is the richest man in history",
+    "who is the champion in Pokemon Red", "I have 20 vacation days and used 12, how many days are left",
+    "how much is a gallon of water in pounds", "how do interest rates affect home prices",
+    "what is the Case-Shiller home price index", "How did you come out to your family?",
+    "what year did the first iPhone come out", "2015年上证最高多少点", "what are signs of a storm coming",
 ]
 
 

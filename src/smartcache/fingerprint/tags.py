@@ -127,17 +127,18 @@ TIME_SENSITIVE = _rx(
     r"这个?周末|本周末?|这[一1]?周|下[一1]?周|这个月|本月|下个?月|今年|本赛季|这个?赛季|这几天|这阵子|近期|近来|目前|眼下|昨晚|昨夜|前天|后天",
     r"当前(?!这|目录|路径|文件|页面|窗口|用户|行|列|分支|进程|线程|对象|元素|节点|值|时间戳|url|路由|位置|选中|登录|光标|标签|tab)",
     r"最近(?![的]?(?:[一1两2-9几]|\d+)[次个条天周月年笔单])", r"这个季节|当季",
-    r"下[一1][班趟次场期届轮]", r"(?:离|距离?)[^,.;!?]{1,12}还有(?:多少|几)天",
+    r"下[一1][班趟次场期届轮]", r"(?:离|距离?)[^,.;!?]{1,12}还有(?:多少天|几天|多久|多长时间)",
     r"(?:房价|均价|利率|lpr|净值|币价)[^,.;!?]{0,8}(?:多少|几|什么价|涨|跌)",
     # A market's price, asked as a price ("猪肉多少钱一斤", "黄金多少钱一克"); not what the thing is
     # ("黄金的密度是多少", "红烧肉要放多少猪肉").
-    r"(?:黄金(?!分割|时间|比例|周|期|档|法则)|白银|铂金|钯金|比特币|以太坊|狗狗币|猪肉|牛肉|羊肉|鸡蛋|大米|面粉|菜价|肉价|猪价|"
-    r"蔬菜|水果|白菜|汽油|柴油|[92][258]号(?:汽)?油|原油|天然气|铜价|铁矿石|大豆|玉米|小麦|棉花|白糖|生猪)"
-    r"[^,.;!?]{0,8}(?:多少钱|多少元|多少块|几块|什么价|价格|价钱|行情|涨|跌)",
+    r"(?:黄金(?!分割|时间|比例|周|期|档|法则|会员)|白银|铂金|钯金|比特币|以太坊|狗狗币|原油|铜价|铁矿石|生猪|期货)"
+    r"[^,.;!?]{0,6}(?:多少钱|多少元|几块钱|什么价|价格|价钱|行情|涨了|跌了|涨价|降价)",
+    r"(?:猪肉|牛肉|羊肉|鸡蛋|大米|面粉|菜价|肉价|猪价|蔬菜|水果(?!刀|店|沙拉|盘|机|茶)|白菜|汽油|柴油|[92][258]号(?:汽)?油|天然气|大豆|玉米|小麦|棉花|白糖)"
+    r"[^,.;!?]{0,6}(?:多少钱|多少元|几块钱|什么价|价格|价钱|行情|涨价|降价)",
     # Goods in stock, a strike, the roads: the state of the moment ("这款手机有货吗", "地铁罢工了吗", "三环堵不堵").
     r"(?:还)?有货吗|有没有货|有现货吗|缺货(?:了)?吗|到货了吗|补货了吗|售罄了吗|卖完了吗|"
-    r"罢工(?:了)?吗|有没有罢工|会不会罢工|路况(?:怎么样|如何|好吗|咋样)|堵(?:不堵|车吗|吗|得厉害吗)|(?:大盘|股市|a股|港股|美股|纳指|道指|恒指|上证|创业板)"
-    r"[^,.;!?]{0,4}(?:涨了|跌了|涨没涨|跌没跌|怎么样了?|表现如何|行情)",
+    r"罢工(?:了)?吗|有没有罢工|会不会罢工|路况(?:怎么样|如何|好吗|咋样)|(?:路|高速|环|桥|隧道|路口|街|大道|收费站|高架)[^,.;!?]{0,3}堵(?:不堵|车吗|吗|得厉害吗)|(?:大盘|股市|a股|港股|美股|纳指|道指|恒指|上证|创业板)"
+    r"[^,.;!?]{0,4}(?:涨了|跌了|涨没涨|跌没跌|怎么样了?(?=\W*$|吗)|表现如何|行情)",
     r"(?<!第.任)(?<!首任)(?<!历任)(?<!前任)(?:总统|首相|总理|ceo|董事长|主席|市长|州长|省长|秘书长|主教练|行长)是(?:谁|哪位|哪个人)", r"现任|首富",
     r"谁是[^,.;!?]{0,6}(?:总统|首相|总理|ceo|董事长|主席|市长|首富)",
     r"排名第[一1]|排行榜|积分榜|榜首|热搜", r"(?:正在|最近|近期|即将|本周|这周)上映|上映了吗|在映|热映",
@@ -186,7 +187,7 @@ TIME_SENSITIVE = _rx(
     r"\bwhat (?:day|date|year|month) is (?:it|today)\b", r"\bwhat(?:'s| is) (?:the|today'?s) date\b",
     r"现在是(?:哪|几|什么)(?:一)?[年月]", r"今年是哪[一1]?年",
     r"\bwho won (?:the )?(?:super bowl|world cup|election|game|match|championship|finals?|world series|grand prix|race|"
-    r"oscars?|award|league|tournament)\b", r"(?:谁赢了|哪队赢了|[赢输]了(?:吗|没)|冠军是谁|夺冠了(?:吗|没))",
+    r"oscars?|award|league|tournament)\b", r"(?:谁赢了|哪队赢了|赢了(?:吗|没)|(?<![码字号])输了(?:吗|没)(?!反应|有)|冠军是谁|夺冠了(?:吗|没))",
     r"\bopen (?:now|right now|tonight)\b", r"\b(?:is|are) [\w.]+(?: [\w.]+)? down\W*$", r"崩了吗|是不是崩了|挂了吗|宕机了吗",
     r"\bwhen is (?:easter|thanksgiving|chinese new year|lunar new year|mother'?s day|father'?s day|black friday|"
     r"labor day|memorial day|ramadan|diwali|passover|hanukkah|the tax deadline)\b",
@@ -213,55 +214,67 @@ TIME_SENSITIVE = _rx(
     r"\b(?:is|are)\b[^.?!]{0,30}\bin stock\b|还有(?:余)?票吗|有票吗|还有余票", r"^\W*did (?:the )?[\w' ]{1,25} win\b",
     r"冠军是哪(?:个|支|一)?(?:支)?(?:球)?队",
     r"\bhow (?:long|many years|many months) ago (?:was|did|were)\b", r"\b(?:days?|weeks?|months?|hours?) from (?:now|today)\b", r"\bwhat (?:year|day|date|month) will it be\b",
-    r"\bhow many (?:days|weeks|months|years) old\b", r"过去(?:多少|几)(?:年|天|个月)了|已经(?:过去)?(?:多少|几)(?:年|天|个月)了",
+    r"\bhow many (?:days|weeks|months|years) old (?:am|is|are|will)\b", r"过去(?:多少|几)(?:年|天|个月)了|已经过去(?:多少|几)(?:年|天|个月)了",
     # A market's price or a lender's rate, asked as what it is ("how much is a dozen eggs", "what are
     # mortgage rates"); not what one is ("what is a mortgage rate"), nor a conversion ("how much is a
     # gallon in liters"); how a price is set is read apart (timely._EXPLAINS).
     r"\b(?:gas|gasoline|petrol|diesel|crude|egg|beef|milk|grocery|food|lumber|copper|wheat|corn|coffee|housing|home|"
-    r"rent|rental) prices?\b",
+    r"rent|rental) prices?\b(?! index)",
     r"\bhow much (?:is|are) (?:a |one )?(?:gallon|liter|litre|barrel|dozen|carton|pound|ounce|kilo|loaf)s? "
-    r"(?:of )?(?!in\b|to\b)[a-z]",
+    r"(?:of )?(?!in\b|to\b)[a-z](?![^?.!]*\b(?:in|to|into) (?:pounds?|cups?|grams?|liters?|litres?|ounces?|kilos?|kg|lbs?|ml|"
+    r"gallons?|quarts?|pints?|tablespoons?|teaspoons?)\b)(?![^?.!]*\bweigh)",
     r"\bhow much (?:does|do) (?:a |one )?(?:gallon|liter|litre|barrel|dozen|carton|pound|ounce|kilo|loaf)s? "
     r"(?:of )?[\w ]{1,20} cost\b",
     r"\b(?:what(?:'s| is| are)|how high (?:is|are))(?: the)?(?: current| average| going)?(?: (?:30|15|10|5)-year)?"
-    r"(?: fixed| variable| adjustable)? (?:mortgage|interest|fed funds|federal funds|prime|savings|cd|treasury|bond|"
-    r"refinance|refi|auto loan|car loan) rates?\b(?=\W*$| (?:in|on|for|at|now|today|right|this|these|averaging|going|like)\b)",
+    r"(?: fixed| variable| adjustable)? (?:mortgage|interest|fed funds|federal funds|fed|prime|savings|cd|treasury|bond|"
+    r"refinance|refi|auto loan|car loan) rates?\b(?=\W*$| (?:in|on|for|at|now|today|right|this|these|averaging|going|like)\b)"
+    r"(?![^?.!]*\b(?:formula|equation|example|problem|calculator|spreadsheet|excel)\b)",
+    r"\b(?:are|is) (?:the )?(?:mortgage|interest|fed|prime|savings|cd|treasury) rates? (?:going (?:up|down)|coming down|rising|"
+    r"falling|dropping)\b",
     # A market's moves, the roads, a strike, goods sold out: the state of the moment.
-    r"\b(?:did|has|have|is|are|was|were)\b[^.?!]{0,30}\b(?:stocks?|shares|nasdaq|dow|s&p(?: 500)?|stock market|"
+    r"\b(?:did|has|have|is|are)\b(?![^.?!]*\b(?:normal|true|likely|possible|common|usual|ever|always|typically|generally|"
+    r"during|recession|history|historically)\b)[^.?!]{0,30}\b(?:stocks?|shares|nasdaq|dow|s&p(?: 500)?|stock market|"
     r"bitcoin|crypto|index|futures)\b[^.?!]{0,12}\b(?:go(?:ne)? (?:up|down)|went (?:up|down)|rise|rising|risen|fall|"
     r"falling|fallen|drop|dropping|dropped|crash|crashing|crashed|rally|rallying|close (?:up|down|higher|lower))\b",
-    r"\bhow(?: is| are|'s| did) (?:the )?(?:[\w&.]+ )?(?:stocks?|shares|nasdaq|dow|s&p(?: 500)?|stock market|market|"
+    r"\bis the (?:stock )?market (?:up|down)\b", r"\bhow(?: is| are|'s) (?:the )?(?:[\w&.]+ )?(?:stocks?|shares|nasdaq|dow|s&p(?: 500)?|stock market|market|"
     r"markets|bitcoin|crypto|economy|index|futures) (?:doing|performing|trading|looking|do|perform|close)\b",
-    r"\b(?:what'?s|what is|how'?s|how is|is there|is there any|any)(?: the| a| any)? traffic\b(?! (?:laws?|rules?|lights?|"
-    r"signs?|shaping|tickets?|fines?|school|analysis|sources?|management|engineering|control|data|violations?))",
-    r"\b(?:is there|are there)(?: a| an| any)? (?:[\w-]+ )?strikes?\b(?! (?:zone|price|rate|force|team|out))",
+    r"\b(?:what'?s|what is|how'?s|how is|how bad is|is there|is there any|any)(?: the| a| any)? traffic(?: like)?"
+    r"(?= (?:on|in|near|to|from|at|now|today|right now|this|around|going|heading)\b|\W*$)",
+    r"\b(?:is there|are there)(?: a| an| any)? (?:[\w-]+ )?strikes?\b(?! (?:zone|price|rate|force|team|out|law|laws|rule|rules|policy|system|count))",
+    r"\b(?:is|are) (?:the )?[\w-]+(?: [\w-]+)? on strike\b|\bstrike (?:over|still on|ended)\b|罢工结束了",
     r"\b(?:is|are) [\w' ]{1,30} (?:sold out|back in stock|out of stock)\b",
-    r"\b(?:stock|shares?|bitcoin|btc|gold|oil) (?:at|trading at)\W*$", r"股票[^,.;!?]{0,6}多少钱|多少钱一股",
+    r"\b(?:stock|shares?|bitcoin|btc|gold|oil|crude|brent) (?:at|trading at)\W*$", r"多少钱一股",
     # Out yet, still open to, tickets left, who holds it now ("is iOS 18 out yet", "can I still register to vote").
-    r"\b(?:out|released|available) yet\b", r"\bis the new [\w'.\- ]{1,30} out\b", r"出了吗|出了没|上市了没|发布了没",
+    r"\b(?:out|released|available) yet\b", r"\bis the new [\w'.\- ]{1,30} out\b", r"(?<![算看找查说想做猜听认选挑拿取输])出了(?:吗|没)|上市了没|发布了没",
+    r"^\W*did [\w'.\- ]{1,30} (?:come out|get released|launch)(?: yet)?\W*$",
     r"\bcan (?:i|we|you) still (?:register|apply|enroll|sign up|file|vote|buy tickets|get tickets|book|join|order)\b",
-    r"\btickets? (?:left|remaining|still available)\b",
-    r"\bwho(?:'s| is| are) (?:the )?richest\b", r"\bwho(?:'s| is| are) running for\b",
-    r"\bwhat(?:'s| is| are) trending\b", r"\bwho (?:are|is) the (?:[\w'’]+ ){0,2}(?:defending )?champions?\b",
+    r"\btickets? (?:are |is )?(?:left|remaining|still available)\b", r"\bstill (?:any )?tickets\b",
+    r"还剩(?:几|多少)(?:张|个)?(?:票|座|位|房)",
+    r"\bwho(?:'s| is| are) (?:the )?richest\b(?![^?.!]*\b(?:in (?:history|the bible)|of all time|ever|character|movie|show|"
+    r"book|series|game)\b)", r"\bwho(?:'s| is| are) running for\b(?![^?.!]*\b(?:movie|film|book|show|novel|class)\b)",
+    r"最有钱的人是谁",
+    r"\bwhat(?:'s| is| are) trending\b", r"\bwho(?:'s| are| is) the (?:[\w'’]+ ){0,3}champions?\b(?![^?.!]*\b(?:in (?:history|pokemon|the (?:game|movie|book|show|"
+    r"series))|character|tournament|of all time|ever)\b)",
     r"\bwho won (?:the )?(?:ballon d'or|nobel|pulitzer|oscar|grammy|emmy|golden (?:ball|boot|globe)|mvp|heisman|cy young|"
-    r"booker|best picture)\b",
+    r"booker|best picture)\b(?![^?.!]*\bfor \w+ing\b)",
     # A countdown to a holiday or an event, either word order ("how long until christmas", "还有几天过年").
-    r"\bhow long (?:until|till|before) (?:christmas|thanksgiving|easter|halloween|new year'?s?|valentine'?s|hanukkah|diwali|"
-    r"ramadan|the (?:election|olympics|world cup|super bowl|midterms|eclipse))\b",
-    r"还有(?:多少天|几天|多久|多长时间)(?:就|才|到)?(?:过年|春节|中秋|国庆|高考|考研|元旦|放假|开学|放?寒假|放?暑假|除夕)",
+    r"\bhow long (?:is it )?(?:until|till|before) (?:christmas|thanksgiving|easter|halloween|new year'?s?|valentine'?s|hanukkah|diwali|"
+    r"ramadan|the (?:election|olympics|world cup|super bowl|midterms|eclipse))\b(?! (?:should|do|can|to|you|i|we)\b)",
+    r"(?:还有|还要)(?:多少天|几天|多久|多长时间)(?:就|才|到|过)?(?:过年|春节|中秋|国庆|高考|考研|元旦|放假|开学|放?寒假|放?暑假|除夕)",
     # Weather on its way, the roads and the trains now ("is there a hurricane coming", "is the L train running").
-    r"\b(?:hurricane|typhoon|tropical storm|storm|tornado|blizzard|wildfire|heat wave)s? (?:coming|heading|approaching|"
-    r"expected|hitting)\b", r"台风(?:来了吗|要来了?吗|会来吗|到哪了|登陆了吗|什么时候(?:来|到|登陆))",
-    r"\b(?:is|are) (?:the )?[\w-]+(?: [\w-]+)? (?:backed up|jammed|congested)\b",
-    r"\b(?:is|are) the [\w-]+(?: [\w-]+)? (?:train|line|subway|bus|ferry|metro|tube)s? (?:running|operating|on time)\b",
-    r"运行正常吗|正常运行吗|停运了(?:吗|没)|恢复运行了(?:吗|没)|通车了(?:吗|没)",
+    r"\b(?:is|are|will) (?:there )?(?:a |an |the |any )?(?:hurricane|typhoon|tropical storm|storm|tornado|blizzard|wildfire|"
+    r"heat wave)s? (?:coming|heading|approaching|expected|hitting|going to hit)\b", r"台风(?:来了吗|要来了?吗|会来吗|到哪了|登陆了吗)",
+    r"\b(?:is|are) the (?!toilet|sink|drain|printer|nose|sinus|paper)[\w-]+(?: [\w-]+)? (?:backed up|jammed|congested)\b",
+    r"\b(?:is|are) the (?:[\w-]+ ){0,2}(?:trains?|lines?|subways?|bus(?:es)?|ferry|ferries|metro|tube)s? (?:running|operating|"
+    r"on time)\b",
+    r"(?:地铁|线|高铁|列车|火车|动车|公交|航班|轻轨)[^,.;!?]{0,6}(?:运行正常|正常运行|停运了|恢复运行了|通车了)",
     # A table, a seat, a room still free; an index's level; a share's move ("any tables left for 8",
     # "还有位置吗", "恒指收盘多少点", "宁德时代跌了多少").
     r"\b(?:any|still) (?:[\w-]+ ){0,3}(?:tables?|seats?|rooms?|spots?|campsites?|slots?|appointments?|tickets?) "
     r"(?:left|available|open)\b", r"\b(?:tables?|seats?|spots?|slots?|tickets?|rooms?|campsites?) (?:left|remaining)\b",
     r"还有(?:位置|位子|空位|座位|空房|房间|号|名额)(?:吗|没)|有没有(?:空位|位置|座位|空房)",
-    r"(?:收盘|开盘|报收|收报|现在)(?:价|在)?(?:多少|几)点|(?:大盘|股市|指数|恒指|上证|深证|纳指|道指)[^,.;!?]{0,6}多少点",
-    r"[涨跌]了(?:多少|几个点|百分之几)(?!才|算|合适|合理)",
+    r"(?:收盘|开盘|报收|收报|现在)(?:价|在)?多少点|(?:大盘|股市|指数|恒指|上证|深证|纳指|道指)[^,.;!?]{0,6}多少点",
+    r"(?:股|指数?|盘|币|金|银|价|油|市)[^,.;!?]{0,4}[涨跌]了(?:多少|几个点|百分之几)(?!才|算|合适|合理)",
     r"\btop of the [\w' ]{1,30} (?:table|standings|league|charts?)\b",
 )
 

@@ -110,19 +110,39 @@ _EXPLAINS = re.compile(
     r"^\W*(?:(?:so|and|but|ok|okay|also|then|well)\W+)*(?:why (?:do|does|would|can|might)\b|how (?:are|is|do|does) [^?]{0,40}"
     r"\b(?:set|determined|calculated|decided|regulated|measured|priced|made up|computed|adjusted)\b|what (?:determines|affects|"
     r"drives|causes|influences|sets|decides|moves)\b|what happens (?:to|when|if)\b|what (?:factors|makes)\b|"
-    r"what does [^?]{1,40} mean\b)|是什么意思|"
+    r"what does [^?]{1,40} mean\b|how (?:do|does|can) [^?]{0,40}\b(?:affect|impact|influence)\b)|是什么意思|为什么[^,.;!?]{0,12}会|为何会|"
     r"(?:是)?(?:怎么|如何)(?:定|算|计算|确定|形成|制定)(?:出来)?的|由什么决定|受(?:什么|哪些)(?:因素)?影响|影响因素|取决于什么|形成机制|定价机制")
-# A word that names a moment itself: never read as a question of how prices work.
-_NAMES_A_MOMENT = re.compile(r"today|tonight|tomorrow|yesterday|\bnow\b|current|this|next|last|latest|recent|newest|moment|"
-                             r"live|real|[今明昨本这下上]|现在|最近|最新|目前|当前|刚刚|此刻|实时|眼下", re.I)
+# ... unless it asks why a price keeps moving now ("why do gas prices keep going up", "油价为什么一直涨").
+_STILL_MOVING = re.compile(r"\bkeep(?:s)? \w+ing\b|\bso (?:high|low|expensive|cheap)\b|\bstill\b|一直|这么|那么|最近|还在|越来越", re.I)
+# A word that names a moment itself (whole words; 上证 names none): never read as dated by a year or
+# as a question of how prices work.
+_NAMES_A_MOMENT = re.compile(r"\b(?:today|tonight|tomorrow|yesterday|now|current(?:ly)?|this|next|last|latest|recent(?:ly)?|newest|"
+                             r"moment|live|real-?time)\b|今天|今日|今晚|明天|昨天|现在|最近|最新|目前|当前|刚刚|此刻|实时|眼下|"
+                             r"[本这下上]个?(?:周|星期|礼拜|月|赛季)|今年|明年|去年", re.I)
 
 # A year named beside a result, a price or an office holder dates the question itself: "who won the world
 # cup in 1998", "2023年的GDP是多少". Not an age or a countdown, which runs to now ("how old is someone born
 # in 1990", "how many years ago was 1999").
-_YEAR = re.compile(r"(?<![\d.$€£¥])(?:1[5-9]|20)\d\d(?![\d.%])(?:年(?!代)|\b)|"
+_YEAR = re.compile(r"(?<![\d.$€£¥])((?:1[5-9]|20)\d\d)(?![\d.%]|[-/]\d)(?:年(?!代)|s?\b)|"
                    r"\b(?:super bowl|wrestlemania|ufc) (?:[lxvi]+|\d{1,3})\b|第[\d一二三四五六七八九十]+届")
+# What a year dates: a result, a price or a level, who held an office. Not a release, seats or
+# tickets, standings or a race still run, a registration still open ("is the 2026 MacBook out yet").
+_DATABLE = re.compile(r"\b(?:won|win|winners?|champions?|price|prices|cost|worth|gdp|cpi|inflation|rates?|president|prime minister|"
+                      r"ceo|who (?:is|was|are|were)|richest)\b|冠军|赢|价|多少钱|多少点|利率|汇率|总统|首相|总理|是谁|首富|gdp|cpi", re.I)
 _FUTURE = re.compile(r"\b(?:will|going to|gonna|expected to)\b|将|预计|(?<![运奥全大集聚社体舞晚宴])会(?![员议计长场])", re.I)   # "when will the 2027 form be out": news may move it
 _RUNS_TO_NOW = re.compile(r"\b(?:old|ago|since|until|till|left|remaining|from (?:now|today))\b|多大|几岁|还有|距离?|离|至今|到现在", re.I)
+
+# What a sum on the turn's own numbers asks ("a loan of $1000 grows to $1100, what is the interest rate").
+_WORKED = re.compile(r"\b(?:left|remaining|interest rates?)\b", re.I)
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+
+
+def _dated(clause: str) -> bool:
+    """Whether the clause names a past year or edition: this year and later ones are still running."""
+    from datetime import date
+    this_year = date.today().year
+    return any(not m.group(1) or int(m.group(1)) < this_year for m in _YEAR.finditer(clause))
+
 
 _ASKS_WHEN = re.compile(r"\b(?:when|what time|what day|what date|how many (?:days|weeks|hours)|how long (?:until|till|"
                         r"before|will it take)|until|till|by when|deadline|due)\b|什么时候|几点|几号|哪天|星期几|周几|"
@@ -219,10 +239,13 @@ def depends_on_now(text: str, match: re.Match[str] | None = None, markers: re.Pa
         return False        # "我现在还清了房贷": repaid, not "still"
     asks = _asks(clause, here[2])
     of_no_moment = not _NAMES_A_MOMENT.search(word) and not _SOFT.fullmatch(word)
-    if of_no_moment and _YEAR.search(clause) and not _RUNS_TO_NOW.search(clause) and not _FUTURE.search(clause):
+    if of_no_moment and _DATABLE.search(word) and _dated(clause) and not _RUNS_TO_NOW.search(clause) \
+            and not _FUTURE.search(clause):
         return False        # "who won the world cup in 1998": the year dates what is asked
-    if of_no_moment and _EXPLAINS.search(sentence):
+    if of_no_moment and _EXPLAINS.search(sentence) and not _STILL_MOVING.search(sentence):
         return False        # "how are gas prices set?", "油价是怎么定的": how a market works, not where it is now
+    if of_no_moment and _WORKED.search(word) and len(_NUMBER.findall(sentence)) >= 2:
+        return False        # "i have 20 days and used 12, how many are left": a sum on the turn's own numbers
     if _STATE.search(clause) and not _SOFT.fullmatch(word):
         return True         # a state beside the time word: "明天去爬山会下雨吗", "wondering whether it will snow tomorrow"
     if _SOFT.fullmatch(word):
