@@ -209,9 +209,10 @@ def test_a_high_risk_repeat_after_another_history_is_no_repeat(cache, history, o
 
 
 def test_a_high_risk_answer_expires_within_a_day_in_finance(cache, clock):
-    """A rate or a fee changes: finance answers live a day (medical and legal three)."""
-    ask_ = [U("What is the 30-year fixed mortgage rate?")]
-    remember(cache, ask_, "About 6.1 % this week.")
+    """A rule or a fee changes: finance answers live a day (medical and legal three). (Today's
+    mortgage rate is time-sensitive and never stored at all: tests/test_timely.py.)"""
+    ask_ = [U("What is the early repayment fee on a mortgage loan?")]
+    remember(cache, ask_, "Often 1-2 % of the amount repaid early; your loan agreement says.")
     assert cache.lookup(ask_, session="s1").zone is Zone.HIT
     clock.advance(2 * 86400)
     assert cache.lookup(ask_, session="s1").zone is Zone.MISS
