@@ -79,7 +79,8 @@ STATES_OF_THE_MOMENT = [
     "why do gas prices keep going up", "油价为什么一直涨", "is the 2026 MacBook Air out yet", "are the trains running",
     "are the teachers on strike", "还有多久过春节", "离放暑假还有多久", "what's the fed rate", "are mortgage rates going down",
     "is the stock market up", "what's brent crude at", "did GTA 6 come out", "are there still tickets for Hamilton",
-    "还剩几张票", "who's the reigning world chess champion",
+    "还剩几张票", "who's the reigning world chess champion", "is the pharmacy closed", "are the banks open",
+    "超市还开着吗", "邮局关门了吗", "商场开门了吗",
 ]
 LOOK_ALIKES = [
     "黄金的熔点是多少", "红烧肉要放多少猪肉", "鸡蛋怎么煮才嫩", "what is a mortgage rate", "what is the interest rate effect",
@@ -99,6 +100,8 @@ LOOK_ALIKES = [
     "how much is a gallon of water in pounds", "how do interest rates affect home prices",
     "what is the Case-Shiller home price index", "How did you come out to your family?",
     "what year did the first iPhone come out", "2015年上证最高多少点", "what are signs of a storm coming",
+    "is the door open", "is the file open in another program", "is the library open on Sundays", "银行几点开门",
+    "门店一般几点营业", "how do I know if a store is open",
 ]
 
 

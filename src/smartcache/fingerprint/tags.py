@@ -276,6 +276,11 @@ TIME_SENSITIVE = _rx(
     r"(?:收盘|开盘|报收|收报|现在)(?:价|在)?多少点|(?:大盘|股市|指数|恒指|上证|深证|纳指|道指)[^,.;!?]{0,6}多少点",
     r"(?:股|指数?|盘|币|金|银|价|油|市)[^,.;!?]{0,4}[涨跌]了(?:多少|几个点|百分之几)(?!才|算|合适|合理)",
     r"\btop of the [\w' ]{1,30} (?:table|standings|league|charts?)\b",
+    # A place open or shut now, asked bare ("is the pharmacy open?", "超市还开着吗"); not its hours on a day,
+    # which hold from week to week ("is the DMV open on Saturday"), nor a door or a file.
+    r"^\W*(?:is|are) (?:the )?(?:[\w'&.-]+ ){0,2}(?:store|shop|bank|pharmacy|post office|dmv|library|mall|museum|restaurant|"
+    r"supermarket|gym|pool|zoo|clinic|branch|cafe|market|drugstore|pharmacie)s? (?:still )?(?:open|closed)\W*$",
+    r"还开着(?:吗|没)|关门了(?:吗|没)|(?<!几点)(?:开门|营业)了(?:吗|没)",
 )
 
 REFERENCE = _rx(r"那家", r"这家", r"那个", r"这个", r"它", r"他们", r"那里", r"那儿", r"这里", r"上面", r"刚才", r"前面",
