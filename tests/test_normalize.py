@@ -76,6 +76,20 @@ def test_one_oclock_is_still_a_time(text, converted):
     assert convert_numerals(text) == converted
 
 
+# After 哪 / 这 / 那 / 同 / 每 / 某 / 另 / 任 一 picks a thing out and counts nothing: read as "1年"
+# it was the entity num:1year, and "茅台是哪一年上市的" was a dropped number against "贵州茅台哪年上市的".
+@pytest.mark.parametrize("text", ["茅台是哪一年上市的", "这一天过得真快", "那一次去北京", "同一年出生", "每一年都体检",
+                                  "某一天", "另一种方法", "任一个都行"])
+def test_one_that_picks_a_thing_out_counts_nothing(text):
+    assert convert_numerals(text) == text
+
+
+@pytest.mark.parametrize("text, converted", [("第一年的利息", "第1年的利息"), ("这两年房价", "这2年房价"),
+                                             ("每两年体检一次", "每2年体检1次"), ("一年有多少天", "1年有多少天")])
+def test_ordinals_and_other_counts_still_count(text, converted):
+    assert convert_numerals(text) == converted
+
+
 def test_mask_template_hides_volatile_parts_only():
     a = mask_template("You are a bot. Now: 2026-12-01 09:39:12. Request 3f2b8c9d-1a2b-4c3d-9e8f-0a1b2c3d4e5f")
     b = mask_template("You are a bot. Now: 2027-01-15 23:01:00. Request 9a8b7c6d-1a2b-4c3d-9e8f-0a1b2c3d4e5f")

@@ -51,6 +51,10 @@ _ONE_OCLOCK = re.compile(r"(?:上午|下午|中午|晚上|早上|凌晨|傍晚|�
                          r"[号日在约于从至]|周[1-7一二三四五六日天])一点"
                          r"|一点(?:半|钟|整|多|一刻|三刻|过|\d|[零一二两三四五六七八九十]|[到至~-][零一二两三四五六七八九十\d]|"
                          r"以后|之后|以前|之前|左右|的(?:飞机|航班|火车|高铁|车|票|会议?|课|电影|场))")
+# After these 一 picks a thing out, it counts nothing: 哪一年 (which year), 这一天, 那一次, 同一年 (the
+# same year), 每一年 (every year), 某一天, 另一种, 任一, 唯一. An ordinal counts (第一年 / 第二年), and
+# 这两年 or 每两年 still read as two.
+_POINTS_AT_ONE = frozenset("哪这那同每某另任唯")
 _WEEKDAY = re.compile(r"(星期|礼拜|周)([一二三四五六日天])")
 _WEEKDAY_NUM = {"一": 1, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "日": 7, "天": 7}
 _PERCENT = re.compile(f"百分之([{_NUMERAL_CHARS}]+|\\d+(?:\\.\\d+)?)")
@@ -125,6 +129,8 @@ def _convert_run(match: re.Match[str]) -> str:
             return run
     if run == "一" and following.startswith("点") and not _ONE_OCLOCK.search(text, max(0, start - 3), end + 4):
         return run      # "简洁一点", "一点也不辣": a little, not one o'clock
+    if run == "一" and text[start - 1:start] in _POINTS_AT_ONE:
+        return run      # "哪一年", "这一天", "同一年", "每一年": which, this, the same, every; no count
     has_unit = any(ch in _SMALL_UNITS or ch in _BIG_UNITS for ch in run)
     if len(run) >= 2 and has_unit:
         return str(zh_to_int(run))
