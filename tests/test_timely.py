@@ -81,6 +81,22 @@ STATES_OF_THE_MOMENT = [
     "is the stock market up", "what's brent crude at", "did GTA 6 come out", "are there still tickets for Hamilton",
     "还剩几张票", "who's the reigning world chess champion", "is the pharmacy closed", "are the banks open",
     "超市还开着吗", "邮局关门了吗", "商场开门了吗",
+    # a second round (stop 51): goods and seats, who holds it now, counting from today, a service's state
+    "is the Marriott downtown booked up this Friday", "does the Costco on 5th have the Dyson V15 in stock",
+    "is the 9am spin class full yet", "any vacancies at inns near the lake", "how long is the waitlist at the new ramen place",
+    "演唱会的票还有吗", "那家餐厅周六晚上订满了吗", "新款手机是不是又售罄了", "王医生周四还能约到吗",
+    "who coaches the Green Bay Packers", "is Satya Nadella still Microsoft's CEO", "who holds the women's mile world record",
+    "who is Zendaya dating", "who's ranked number one in women's golf", "who is the oldest living person",
+    "苹果的CEO还是库克吗", "皇马主教练换人了吗", "C罗现在在哪个球队", "中国女排队长是谁",
+    "how long has it been since the Berlin Wall fell", "how many sleeps till Christmas", "how old would Elvis be",
+    "what week of the year is it", "how long until the next full moon", "how many days do I have left to file taxes",
+    "周星驰几岁了", "改革开放已经多少年了", "我的会员还剩几天", "再过50天是几月几号", "截止日期还有几天",
+    "is the Golden Gate Bridge closed", "are the nurses still on strike", "has the housing bill passed the Senate",
+    "is Slack having an outage", "are flights out of Denver's airport delayed", "is there a flood warning in Houston",
+    "is the power back on in Brooklyn", "is the Palisades fire contained", "are schools closed because of the snow",
+    "is the Amtrak running on time", "is the federal government shut down", "how's the air quality in Delhi",
+    "高速封路了吗", "地铁恢复运营了吗", "微信是不是又崩了", "明天的航班取消了吗", "个人所得税法修正案通过了没",
+    "景区因为台风闭园了吗", "什么时候能来水",
 ]
 LOOK_ALIKES = [
     "黄金的熔点是多少", "红烧肉要放多少猪肉", "鸡蛋怎么煮才嫩", "what is a mortgage rate", "what is the interest rate effect",
@@ -102,6 +118,14 @@ LOOK_ALIKES = [
     "what year did the first iPhone come out", "2015年上证最高多少点", "what are signs of a storm coming",
     "is the door open", "is the file open in another program", "is the library open on Sundays", "银行几点开门",
     "门店一般几点营业", "how do I know if a store is open",
+    # their look-alikes: capacities, policies, how to tell, history, the usual wait
+    "how many seats does a Boeing 787 have", "what does backordered mean", "how do I get on a restaurant waitlist",
+    "怎么在12306抢票", "借呗提前还款还有没有利息", "what is the typical wait at the DMV usually",
+    "who was the first coach of the Packers", "who runs it", "is the Prius still a good buy in 2016",
+    "which is the oldest living language", "你今年几岁了", "第一个登上月球的人是谁",
+    "how do I calculate how long it has been between two dates in Excel", "怎么判断是网站挂了还是自己网络有问题",
+    "航班延误多久可以申请赔偿", "what was the impact of the 2013 government shutdown", "一般什么时候来电确认",
+    "what is a flood warning", "how do outages get reported", "is the door closed",
 ]
 
 

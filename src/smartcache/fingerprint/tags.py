@@ -139,7 +139,7 @@ TIME_SENSITIVE = _rx(
     r"(?:还)?有货吗|有没有货|有现货吗|缺货(?:了)?吗|到货了吗|补货了吗|售罄了吗|卖完了吗|"
     r"罢工(?:了)?吗|有没有罢工|会不会罢工|路况(?:怎么样|如何|好吗|咋样)|(?:路|高速|环|桥|隧道|路口|街|大道|收费站|高架)[^,.;!?]{0,3}堵(?:不堵|车吗|吗|得厉害吗)|(?:大盘|股市|a股|港股|美股|纳指|道指|恒指|上证|创业板)"
     r"[^,.;!?]{0,4}(?:涨了|跌了|涨没涨|跌没跌|怎么样了?(?=\W*$|吗)|表现如何|行情)",
-    r"(?<!第.任)(?<!首任)(?<!历任)(?<!前任)(?:总统|首相|总理|ceo|董事长|主席|市长|州长|省长|秘书长|主教练|行长)是(?:谁|哪位|哪个人)", r"现任|首富",
+    r"(?<!第.任)(?<!首任)(?<!历任)(?<!前任)(?:总统|首相|总理|ceo|董事长|主席|市长|州长|省长|秘书长|主教练|行长|队长)是(?:谁|哪位|哪个人)", r"现任|首富",
     r"谁是[^,.;!?]{0,6}(?:总统|首相|总理|ceo|董事长|主席|市长|首富)",
     r"排名第[一1]|排行榜|积分榜|榜首|热搜", r"(?:正在|最近|近期|即将|本周|这周)上映|上映了吗|在映|热映",
     r"(?:外面|那边|这边|那里|这里)[^,.;!?]{0,4}(?:冷|热|下雨|下雪|刮风)",
@@ -168,8 +168,10 @@ TIME_SENSITIVE = _rx(
     r"\bnext (?:train|bus|flight|ferry|game|match|episode|season|election|race|launch|test|exam|event|concert|show|"
     r"release|update|holiday|sat|act)\b", r"\bwhen (?:do|does|is|are|will)\b[^.?!]{0,40}\bnext\b", r"\bwhen'?s the next\b",
     # A countdown to a date, not a wait for something to happen ("how many days until i get my refund").
-    r"\bhow many (?:\w+ )?(?:days|weeks|months|hours)(?: are)? (?:left|remaining)(?: (?:in|until|till|before)\b|\W*$)",
-    r"\bhow (?:many|much) (?:\w+ )?(?:days|weeks|months|hours|time) (?:until|till)\b(?! (?:i|you|we|it|my|the (?:refund|package|order|money))\b)",
+    r"\bhow many (?:\w+ )?(?:days|weeks|months|hours)(?: do (?:i|we|you) have)?(?: are)? (?:left|remaining)"
+    r"(?: (?:in|until|till|before|to)\b|\W*$)",
+    r"\bhow (?:many|much) (?:\w+ )?(?:days|weeks|months|hours|time) (?:until|till)\b(?! (?:i|you|we|it|the (?:refund|package|order|money))\b)(?! my (?!birthday|due date|wedding|anniversary|"
+    r"vacation|trip|exam|graduation|retirement|lease|visa|passport)\w)",
     r"\bdays (?:until|till|left)\b(?! (?:i|you|we|it|my)\b)", r"\bhow old (?:is|am|are|will) [\w' ]{1,20}\bnow\b",
     r"\bwho(?: is|'s) (?:the )?(?:current )?(?:president|prime minister|pm|chancellor|ceo|chairman|head coach|coach|"
     r"mayor|governor|leader|secretary[- ]general|king|queen|pope|speaker|chief executive) of\b",
@@ -194,7 +196,7 @@ TIME_SENSITIVE = _rx(
     r"(?:春节|中秋节?|端午节?|元宵节?|国庆节?|清明节?|除夕|五一|母亲节|父亲节|双十一|双11)(?:是)?(?:几号|哪天|什么时候|放几天|放假安排)",
     r"(?:春节|中秋|国庆|高考|考研|元旦|过年)还有(?:多少|几)天",
     r"\b(?:next|last|this) (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", r"\blast (?:month|week|year)\b",
-    r"明年|去年|上个?月|上[一1]?周|这个?(?:星期|礼拜)[一二三四五六日天1-7]|[这下上]个?周[1-7日天](?=是?几号|是哪天)",
+    r"明年|去年|上个?月(?!球|亮|台|饼|色|光)|上[一1]?周|这个?(?:星期|礼拜)[一二三四五六日天1-7]|[这下上]个?周[1-7日天](?=是?几号|是哪天)",
     r"\bhow old (?:is|are) (?!the |my |your |a |an |this |that |these |those )[a-z]+", r"\bhow old am i\b",
     r"(?<![你您])(?:多大了|今年几岁|今年多大)",
     r"\b\d+(?:\.\d+)? ?(?:usd|eur|gbp|jpy|cny|rmb|dollars?|euros?|pounds?|yen|yuan) (?:to|in) (?:usd|eur|gbp|jpy|cny|rmb|"
@@ -207,7 +209,7 @@ TIME_SENSITIVE = _rx(
     r"\bwho(?: is|'s) (?:the )?(?:us|u\.s\.|american|british|uk|french|german|chinese|japanese|indian|canadian) "
     r"(?:president|prime minister|chancellor|leader)\b", r"\bstill alive\b|还活着吗|还在世吗",
     r"(?:下雨|下雪)了吗|(?:会|要)下(?:雨|雪)吗|\bdo i need (?:an? )?(?:umbrella|jacket|coat|chains|sunscreen)\b",
-    r"(?:延误|晚点|停运)了吗|有没有(?:延误|晚点)|\b(?:is|are) [\w ]{0,20}(?:delayed|cancelled|canceled)\b",
+    r"(?:延误|晚点|停运)了吗|有没有(?:延误|晚点)|\b(?:is|are) [\w' .-]{0,40}(?:delayed|cancelled|canceled)\b",
     r"\bwhen does the [\w' ]{1,30} (?:game|match|show|concert|parade|race) start\b",
     r"\bwhat time is the [\w' ]{0,30}(?:game|match|super bowl|parade|concert|race|kickoff)\b", r"赛程|发布会(?:是)?(?:什么时候|几点)|什么时候开赛",
     r"\bis it too late to (?:file|apply|register|appeal|submit|enroll|sign up|plant|book)\b", r"还能报名吗|还来得及报名",
@@ -276,6 +278,53 @@ TIME_SENSITIVE = _rx(
     r"(?:收盘|开盘|报收|收报|现在)(?:价|在)?多少点|(?:大盘|股市|指数|恒指|上证|深证|纳指|道指)[^,.;!?]{0,6}多少点",
     r"(?:股|指数?|盘|币|金|银|价|油|市)[^,.;!?]{0,4}[涨跌]了(?:多少|几个点|百分之几)(?!才|算|合适|合理)",
     r"\btop of the [\w' ]{1,30} (?:table|standings|league|charts?)\b",
+    # Goods and seats (stop 51, a second round): booked up, sold out, back-ordered, a waitlist, pickup today.
+    r"\b(?:booked up|fully booked|sold out|back-?ordered|on backorder|any vacancies|have vacancies|full yet)\b",
+    r"\bhave [\w' .-]{1,40} (?:in stock|on hand)\b", r"\bavailable for (?:in-store |same-day |curbside )?pickup\b",
+    r"\bhow long is the (?:wait|waitlist|wait list|queue|line)\b(?![^?.!]*\b(?:usually|typically|normally|on average|generally)\b)", r"\b(?:walk-in|same-day) (?:slots?|appointments?)\b",
+    r"\bstill (?:spots|openings|room|space|places)\b",
+    r"(?:票|号|位|房|座|货|库存|名额|学位)还有(?:吗|没有?)|还有(?:库存|余量|特价票?|学位|空位|号源|空房)(?:吗|没)|约满了|订满了|售罄|秒空|"
+    r"卖完了没|还买得到吗|还能(?:买|订|约|抢)到吗|还有空吗",
+    # Who holds it now: still in the job, coaching, leading, dating, a record held, the reigning ones.
+    r"\bwho (?:coaches|runs|leads|heads|chairs|captains|manages) (?!it\b|this\b|that\b|them\b|things\b)(?:the )?[a-z]", r"\bwho holds the\b[^?.!]{0,40}\brecord\b",
+    r"\bis [\w'.\- ]{1,30} still (?:running|at|with|in charge|married|dating|together|hosting|playing|on (?:time|strike|the team)|"
+    r"(?:[\w'-]+ )?(?:ceo|president|chair\w*|coach|head|leader|governor|mayor|owner|manager|captain|host))\b", r"\bwho(?:'s| is) [\w'.\- ]{1,30} dating\b",
+    r"\breigning\b", r"\b(?:ranked|rank(?:ed)? as) (?:number one|no\.? ?1|#1|first)\b|\bworld no\.? ?1\b",
+    r"\b(?:tallest|oldest|youngest|richest|shortest) living (?:person|man|woman|people|human|cat|dog|animal)\b",
+    r"还是[^,.;!?]{1,12}(?:的)?(?:ceo|总裁|董事长|主教练|教练|队长|主席|总统|首相|市长|老板|行长)吗|还在一起(?:吗|没)|"
+    r"(?:ceo|总裁|董事长|主教练|教练|队长|主席|总统|首相|市长|老板|行长)还是[^,.;!?]{1,10}吗|"
+    r"纪录(?:是谁保持的|保持者是谁)|是谁保持的|(?:主教练|教练|ceo|总裁|董事长|队长|市长|首相|总理|主席|行长)换(?:人)?了(?:吗|没)|"
+    r"在哪个(?:俱乐部|球队|队)(?:踢球|打球|效力)?",
+    # Counting from today: since when, how old someone would be, the week of the year, a deadline missed.
+    r"\bhow long has it been since\b|\bhow (?:many|much) (?:\w+ )?(?:days|weeks|months|years|time) (?:has|have) "
+    r"(?:it been|gone by|passed|elapsed) since\b", r"\bsleeps? (?:until|till)\b", r"\bhow old would [\w'.\- ]{1,30} be\b",
+    r"\bwhat (?:week|quarter) (?:of the year )?is it\b", r"\bdid (?:i|we) miss the\b[^?.!]{0,30}\bdeadline\b",
+    r"\bhow long (?:is it )?(?:until|till|before) (?:the next|daylight sav\w+|dst|the clocks? change)\b",
+    r"\bhow long have (?:i|we) been (?:there|here|working|married|together|at)\b",
+    r"(?<![你您])(?<![你您]今年)几岁了(?=\W*$|吗|呢)|多少岁了|已经(?:多少|几)(?:年|周年)了|多少周年了?|还剩(?:几|多少)天|"
+    r"截止(?:日期)?还有(?:几|多少)天|还有(?:几|多少)(?:周|个?星期|个月)(?=\W*$|吗|呢)|再过[\d一二三四五六七八九十百]+天是(?:几月几号|哪天|几号|星期几|周几)",
+    # The state of a service, a road, a law, a disaster: open or shut, down, passed, contained, back on.
+    r"^\W*(?:is|are) (?:the )?(?![^?.!]*\b(?:door|window|file|tab|port|lid|valve|question|account|ticket|loop|set|interval|"
+    r"circuit|wound|eyes?|mouth|bracket|issue|poll|position|case)\b)[\w'&.\- ]{1,40} (?:still )?(?:open|closed)"
+    r"(?: yet| today| now| right now)?\W*$",
+    r"\b(?:is|are) [\w' .-]{1,30} (?:still )?on strike\b",
+    r"\b(?:has|have) (?:the )?[\w' .-]{0,30}(?:bill|law|act|court|senate|house|congress|measure|amendment|ban|ruling)"
+    r"[\w' .-]{0,30} (?:passed|ruled|been (?:passed|signed|approved|struck down|overturned))\b",
+    r"\b(?:is|are) [\w' .-]{1,30} (?:having (?:an? )?(?:outage|issues|problems)|experiencing (?:an? )?(?:outage|issues|problems)|"
+    r"down for (?:everyone|maintenance|me))\b",
+    r"\bis there (?:still )?an? [\w' -]{1,30} (?:notice|advisory|warning|alert|watch|evacuation order|closure|outage|shortage)"
+    r"(?= (?:in|for|near|at|on|around)\b|\W*$)",
+    r"\b(?:power|electricity|water|internet|service|wifi|gas)[\w ]{0,10} back (?:on|up)\b",
+    r"\b(?:fire|wildfire|blaze|outbreak|spill)[\w' ]{0,30} contained\b",
+    r"\bclosed (?:because of|due to) (?:the )?(?:snow|storm|weather|strike|flood\w*|fire|hurricane|heat|ice|protests?)\b",
+    r"\bis (?:the )?[\w' .-]{1,30} running (?:normally|on time|on schedule)\b", r"\bis (?:the )?(?:federal |us |u\.s\. )?government (?:still )?(?:shut ?down|in (?:a )?shutdown)\b",
+    r"\b(?:how'?s|how is|what'?s|is) the air quality\b(?! index)|\bair quality (?:okay|ok|good|bad)\b",
+    r"封路了?(?:吗|没)|封闭了(?:吗|没)|封山|闭馆了?(?:吗|没)|闭园了?(?:吗|没)|开园了(?:吗|没)|停课了(?=\W*$|吗|没)|"
+    r"恢复(?:运营|通车|运行|营业|供电|供水)了?(?:吗|没)|(?:系统|服务器|网站|app|平台)[^,.;!?]{0,4}(?:故障|崩|挂|出问题|宕机)了?(?:吗|没)|"
+    r"是不是(?:又)?(?:卡|崩|挂|宕机)了|(?:他们|它|网站|服务器)挂了|(?:航班|比赛|演出|列车|高铁|火车|活动|演唱会)[^,.;!?]{0,6}取消了?(?:吗|没)|"
+    r"延误(?:严重吗|了多久|多久了)|(?:法|法案|修正案|议案|草案|政策)[^,.;!?]{0,6}通过了?(?:吗|没)|空气质量(?:怎么样|如何|好吗|适合)|"
+    r"还在(?:封山|封路|限行|停课|停运|闭馆|罢工)|结果出来了(?:吗|没)|什么时候(?:能)?(?:来水|来电了|恢复供电|通电)|"
+    r"限行(?:措施)?(?:取消|结束|解除)了(?:吗|没)|(?:洪水|水位|疫情|火势)[^,.;!?]{0,4}(?:退了|控制住了|结束了)(?:吗|没)",
     # A place open or shut now, asked bare ("is the pharmacy open?", "超市还开着吗"); not its hours on a day,
     # which hold from week to week ("is the DMV open on Saturday"), nor a door or a file.
     r"^\W*(?:is|are) (?:the )?(?:[\w'&.-]+ ){0,2}(?:store|shop|bank|pharmacy|post office|dmv|library|mall|museum|restaurant|"

@@ -110,7 +110,9 @@ _EXPLAINS = re.compile(
     r"^\W*(?:(?:so|and|but|ok|okay|also|then|well)\W+)*(?:why (?:do|does|would|can|might)\b|how (?:are|is|do|does) [^?]{0,40}"
     r"\b(?:set|determined|calculated|decided|regulated|measured|priced|made up|computed|adjusted)\b|what (?:determines|affects|"
     r"drives|causes|influences|sets|decides|moves)\b|what happens (?:to|when|if)\b|what (?:factors|makes)\b|"
-    r"what does [^?]{1,40} mean\b|how (?:do|does|can) [^?]{0,40}\b(?:affect|impact|influence)\b)|是什么意思|为什么[^,.;!?]{0,12}会|为何会|"
+    r"what does [^?]{1,40} mean\b|how (?:do|does|can) [^?]{0,40}\b(?:affect|impact|influence)\b|"
+    r"how (?:do|can|would) (?:i|you|we) (?:tell|know|check|find out|see) (?:if|whether)\b|how to (?:tell|check|know) (?:if|whether)\b)|"
+    r"是什么意思|为什么[^,.;!?]{0,12}会|为何会|(?:怎么|如何)(?:判断|知道|分辨|区分)|"
     r"(?:是)?(?:怎么|如何)(?:定|算|计算|确定|形成|制定)(?:出来)?的|由什么决定|受(?:什么|哪些)(?:因素)?影响|影响因素|取决于什么|形成机制|定价机制")
 # ... unless it asks why a price keeps moving now ("why do gas prices keep going up", "油价为什么一直涨").
 _STILL_MOVING = re.compile(r"\bkeep(?:s)? \w+ing\b|\bso (?:high|low|expensive|cheap)\b|\bstill\b|一直|这么|那么|最近|还在|越来越", re.I)
@@ -134,7 +136,7 @@ _RUNS_TO_NOW = re.compile(r"\b(?:old|ago|since|until|till|left|remaining|from (?
 
 # What a sum on the turn's own numbers asks ("a loan of $1000 grows to $1100, what is the interest rate").
 _WORKED = re.compile(r"\b(?:left|remaining|interest rates?)\b", re.I)
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+_NUMBER = re.compile(r"(?<![\d:])\d+(?:[.,]\d+)?(?![\d:])")   # a clock time ("the 6:40 flight") is no operand
 
 
 def _dated(clause: str) -> bool:
