@@ -97,6 +97,8 @@ STATES_OF_THE_MOMENT = [
     "is the Amtrak running on time", "is the federal government shut down", "how's the air quality in Delhi",
     "高速封路了吗", "地铁恢复运营了吗", "微信是不是又崩了", "明天的航班取消了吗", "个人所得税法修正案通过了没",
     "景区因为台风闭园了吗", "什么时候能来水",
+    # how-to words after the question of now keep it one ("支付宝是不是崩了，我怎么知道是不是手机的问题")
+    "支付宝是不是崩了，我怎么知道是不是我手机的问题", "京哈高速堵不堵，怎么判断走哪条路", "Is the 7:15 ferry to Victoria cancelled?",
 ]
 LOOK_ALIKES = [
     "黄金的熔点是多少", "红烧肉要放多少猪肉", "鸡蛋怎么煮才嫩", "what is a mortgage rate", "what is the interest rate effect",
@@ -126,6 +128,20 @@ LOOK_ALIKES = [
     "how do I calculate how long it has been between two dates in Excel", "怎么判断是网站挂了还是自己网络有问题",
     "航班延误多久可以申请赔偿", "what was the impact of the 2013 government shutdown", "一般什么时候来电确认",
     "what is a flood warning", "how do outages get reported", "is the door closed",
+    # a review's look-alikes of the second round: writing, policy, code, maths, fiction, the usual case
+    "how do I tell guests we're fully booked politely", "售罄用英语怎么说", "写一个商品售罄的提示文案", "医院的号约满了怎么办",
+    "12306退票还有没有手续费", "酒店退房还有没有押金", "who runs the show in a traditional family", "who runs a restaurant kitchen",
+    "who leads in a waltz", "who is Ross dating in season 2 of Friends", "is a couple still married after ten years apart",
+    "is my dad still the legal owner of the car after he died", "who is the longest reigning British monarch",
+    "which movie ranked number one at the box office in 1997", "马拉多纳当年在哪个俱乐部踢球", "这个纪录最早是谁保持的",
+    "how old would a person born in 1990 be in 2040", "小明今年12岁，他爸爸比他大26岁，他爸爸几岁了", "年假15天休了8天还剩几天",
+    "金婚是结婚多少周年", "狗狗多少岁了算老年", "how long before the next dose of ibuprofen", "is it bad to sleep until noon",
+    "is the subset closed under addition", "why is my build still running after 2 hours", "is the code running normally if it warns",
+    "how do I turn the water back on after fixing a pipe", "are police allowed to go on strike", "is there a trigger warning for this movie",
+    "is air quality better after rain", "can my employer not pay me if the office is closed due to snow",
+    "is a fireplace insert self contained", "我的仓鼠它挂了怎么办", "考了58分是不是挂了", "演唱会取消了没退款怎么办",
+    "航班延误了多久可以要求赔偿", "这个算法能通过吗", "My flight is at 6. What are my rights if it's cancelled?",
+    "how long is the line of succession to the British throne", "网站挂了怎么排查",
 ]
 
 

@@ -209,7 +209,7 @@ TIME_SENSITIVE = _rx(
     r"\bwho(?: is|'s) (?:the )?(?:us|u\.s\.|american|british|uk|french|german|chinese|japanese|indian|canadian) "
     r"(?:president|prime minister|chancellor|leader)\b", r"\bstill alive\b|还活着吗|还在世吗",
     r"(?:下雨|下雪)了吗|(?:会|要)下(?:雨|雪)吗|\bdo i need (?:an? )?(?:umbrella|jacket|coat|chains|sunscreen)\b",
-    r"(?:延误|晚点|停运)了吗|有没有(?:延误|晚点)|\b(?:is|are) [\w' .-]{0,40}(?:delayed|cancelled|canceled)\b",
+    r"(?:延误|晚点|停运)了吗|有没有(?:延误|晚点)|\b(?:is|are) (?![^?.!]{0,40}\b(?:if|when|whether|rights?|refunds?|compensation)\b)[\w': -]{0,40}(?:delayed|cancelled|canceled)\b",
     r"\bwhen does the [\w' ]{1,30} (?:game|match|show|concert|parade|race) start\b",
     r"\bwhat time is the [\w' ]{0,30}(?:game|match|super bowl|parade|concert|race|kickoff)\b", r"赛程|发布会(?:是)?(?:什么时候|几点)|什么时候开赛",
     r"\bis it too late to (?:file|apply|register|appeal|submit|enroll|sign up|plant|book)\b", r"还能报名吗|还来得及报名",
@@ -234,7 +234,7 @@ TIME_SENSITIVE = _rx(
     r"\b(?:are|is) (?:the )?(?:mortgage|interest|fed|prime|savings|cd|treasury) rates? (?:going (?:up|down)|coming down|rising|"
     r"falling|dropping)\b",
     # A market's moves, the roads, a strike, goods sold out: the state of the moment.
-    r"\b(?:did|has|have|is|are)\b(?![^.?!]*\b(?:normal|true|likely|possible|common|usual|ever|always|typically|generally|"
+    r"\b(?:did|has|have|is|are)\b(?![^.?!]{0,80}\b(?:normal|true|likely|possible|common|usual|ever|always|typically|generally|"
     r"during|recession|history|historically)\b)[^.?!]{0,30}\b(?:stocks?|shares|nasdaq|dow|s&p(?: 500)?|stock market|"
     r"bitcoin|crypto|index|futures)\b[^.?!]{0,12}\b(?:go(?:ne)? (?:up|down)|went (?:up|down)|rise|rising|risen|fall|"
     r"falling|fallen|drop|dropping|dropped|crash|crashing|crashed|rally|rallying|close (?:up|down|higher|lower))\b",
@@ -278,52 +278,72 @@ TIME_SENSITIVE = _rx(
     r"(?:收盘|开盘|报收|收报|现在)(?:价|在)?多少点|(?:大盘|股市|指数|恒指|上证|深证|纳指|道指)[^,.;!?]{0,6}多少点",
     r"(?:股|指数?|盘|币|金|银|价|油|市)[^,.;!?]{0,4}[涨跌]了(?:多少|几个点|百分之几)(?!才|算|合适|合理)",
     r"\btop of the [\w' ]{1,30} (?:table|standings|league|charts?)\b",
-    # Goods and seats (stop 51, a second round): booked up, sold out, back-ordered, a waitlist, pickup today.
-    r"\b(?:booked up|fully booked|sold out|back-?ordered|on backorder|any vacancies|have vacancies|full yet)\b",
-    r"\bhave [\w' .-]{1,40} (?:in stock|on hand)\b", r"\bavailable for (?:in-store |same-day |curbside )?pickup\b",
-    r"\bhow long is the (?:wait|waitlist|wait list|queue|line)\b(?![^?.!]*\b(?:usually|typically|normally|on average|generally)\b)", r"\b(?:walk-in|same-day) (?:slots?|appointments?)\b",
-    r"\bstill (?:spots|openings|room|space|places)\b",
-    r"(?:票|号|位|房|座|货|库存|名额|学位)还有(?:吗|没有?)|还有(?:库存|余量|特价票?|学位|空位|号源|空房)(?:吗|没)|约满了|订满了|售罄|秒空|"
-    r"卖完了没|还买得到吗|还能(?:买|订|约|抢)到吗|还有空吗",
-    # Who holds it now: still in the job, coaching, leading, dating, a record held, the reigning ones.
-    r"\bwho (?:coaches|runs|leads|heads|chairs|captains|manages) (?!it\b|this\b|that\b|them\b|things\b)(?:the )?[a-z]", r"\bwho holds the\b[^?.!]{0,40}\brecord\b",
-    r"\bis [\w'.\- ]{1,30} still (?:running|at|with|in charge|married|dating|together|hosting|playing|on (?:time|strike|the team)|"
-    r"(?:[\w'-]+ )?(?:ceo|president|chair\w*|coach|head|leader|governor|mayor|owner|manager|captain|host))\b", r"\bwho(?:'s| is) [\w'.\- ]{1,30} dating\b",
-    r"\breigning\b", r"\b(?:ranked|rank(?:ed)? as) (?:number one|no\.? ?1|#1|first)\b|\bworld no\.? ?1\b",
+    # Goods and seats (stop 51, a second round), asked of something now: booked up, sold out, back-ordered, a
+    # waitlist, pickup today; not a word to write with ("how do I tell guests we're fully booked", "售罄用英语怎么说").
+    r"^\W*(?:is|are|was|has|have)\b[^?.!]{0,60}\b(?:booked up|fully booked|sold out|back-?ordered|on backorder|full yet)\b",
+    r"\b(?:are there|any) (?:still )?(?:any )?vacancies\b", r"^\W*(?:do|does) [\w' -]{1,40} have [\w' -]{1,40} in stock\b",
+    r"\bavailable for (?:in-store |same-day |curbside )?pickup\b",
+    r"\bhow long is the (?:wait|waitlist|wait list|queue|line)\b(?! of)(?![^?.!]{0,60}\b(?:usually|typically|normally|on average|generally)\b)",
+    r"\b(?:any|are there|is there|can i (?:still )?get an?) (?:[\w-]+ )?(?:walk-in|same-day) (?:slots?|appointments?)\b",
+    r"\b(?:are|is) there still (?:any )?(?:spots|openings|seats|tickets|places)\b",
+    r"(?:票|号源|位子|位置|座位|空房|货|库存|名额|学位)还有(?:吗|没有?)(?=\W*$)|还有(?:库存|余量|特价票?|学位|空位|号源|空房)(?:吗|没)|"
+    r"(?:约满|订满|售罄|秒空|卖光|卖完)了?(?:吗|没)|是不是(?:已经|又)?(?:约满|订满|售罄|秒空|卖光)了|还买得到吗|还能(?:买|订|约|抢)到吗",
+    # Who holds it now: the job, the title, the record, the pair (not in a story, nor long ago).
+    r"\bwho (?:currently )?(?:coaches|runs|heads|chairs|captains) (?!a\b|an\b)(?:the )?(?!show\b|things|faster|slower|it\b|this\b|that\b)"
+    r"[\w'&.-]+(?: [\w'&.-]+){0,2}\W*$",
+    r"\bwho holds the (?:[\w'-]+ ){0,4}record(?: for [\w' -]{1,40})?\W*$",
+    r"\b(?:is|are) (?!my\b|your\b|a\b|an\b|it\b)[\w'\- ]{1,30} still (?:the )?(?:[\w'-]+ )?(?:ceo|president|chair(?:man|woman)?|coach|prime minister|governor|"
+    r"mayor|owner|manager|captain|host|in charge)(?: (?:of|at) [\w'&\- ]{1,30})?\W*$",
+    r"\b(?:is|are) [\w'\- ]{1,30} still (?:married|together|dating|coaching|hosting|on the team)\W*$",
+    r"\b(?:is|are) (?!the (?:process|build|script|job|server|program|code|app|query|test|container)\b|it\b|this\b|that\b)"
+    r"[\w'\- ]{1,30} still running [\w'&.-]+(?: [\w'&.-]+)?\W*$",
+    r"\bwho(?:'s| is) [\w'\- ]{1,30} dating(?: now| these days| right now)?\W*$",
+    r"(?<!longest )(?<!shortest )\breigning (?!monarch|queen|king|emperor)", r"\b(?:current|defending) (?:[\w'-]+ ){0,3}champions?\b",
+    r"\b(?:ranked|rank(?:ed)? as) (?:number one|no\.? ?1|#1|first)\b|\bworld no\.? ?1\b",
     r"\b(?:tallest|oldest|youngest|richest|shortest) living (?:person|man|woman|people|human|cat|dog|animal)\b",
-    r"还是[^,.;!?]{1,12}(?:的)?(?:ceo|总裁|董事长|主教练|教练|队长|主席|总统|首相|市长|老板|行长)吗|还在一起(?:吗|没)|"
-    r"(?:ceo|总裁|董事长|主教练|教练|队长|主席|总统|首相|市长|老板|行长)还是[^,.;!?]{1,10}吗|"
-    r"纪录(?:是谁保持的|保持者是谁)|是谁保持的|(?:主教练|教练|ceo|总裁|董事长|队长|市长|首相|总理|主席|行长)换(?:人)?了(?:吗|没)|"
-    r"在哪个(?:俱乐部|球队|队)(?:踢球|打球|效力)?",
+    r"还是[^,.;!?]{1,12}(?:的)?(?:ceo|总裁|董事长|主教练|队长|主席|总统|首相|市长|行长)吗|"
+    r"(?:ceo|总裁|董事长|主教练|队长|主席|总统|首相|市长|行长)还是[^,.;!?]{1,10}吗|"
+    r"纪录保持者是谁|(?<!最早)(?<!最初)(?<!以前)(?<!当年)是谁保持的|(?:主教练|ceo|总裁|董事长|队长|市长|首相|总理|主席|行长)换(?:人)?了(?:吗|没)|"
+    r"(?:现在|目前|如今)在哪个(?:俱乐部|球队|队)(?!列)|^(?![^,.;!?]*(?:当年|那时|曾经|以前|过去|小时候))[^,.;!?]{0,20}在哪个(?:俱乐部|球队)"
+    r"(?:踢球|打球|效力)?(?=\W*$|呢|啊)",
     # Counting from today: since when, how old someone would be, the week of the year, a deadline missed.
     r"\bhow long has it been since\b|\bhow (?:many|much) (?:\w+ )?(?:days|weeks|months|years|time) (?:has|have) "
-    r"(?:it been|gone by|passed|elapsed) since\b", r"\bsleeps? (?:until|till)\b", r"\bhow old would [\w'.\- ]{1,30} be\b",
+    r"(?:it been|gone by|passed|elapsed) since\b", r"\bhow many sleeps\b|\bsleeps? (?:until|till) (?:christmas|my birthday|halloween|"
+    r"thanksgiving|easter|vacation|school|the holidays)\b", r"\bhow old would [\w'\- ]{1,30} be(?: (?:today|now|this year))?\W*$",
     r"\bwhat (?:week|quarter) (?:of the year )?is it\b", r"\bdid (?:i|we) miss the\b[^?.!]{0,30}\bdeadline\b",
-    r"\bhow long (?:is it )?(?:until|till|before) (?:the next|daylight sav\w+|dst|the clocks? change)\b",
+    r"\bhow long (?:is it )?(?:until|till|before) (?:the next (?!dose|shot|injection|feeding|meal|step|round|set|rep|pill|refill)|"
+    r"daylight sav\w+|dst|the clocks? change)",
     r"\bhow long have (?:i|we) been (?:there|here|working|married|together|at)\b",
-    r"(?<![你您])(?<![你您]今年)几岁了(?=\W*$|吗|呢)|多少岁了|已经(?:多少|几)(?:年|周年)了|多少周年了?|还剩(?:几|多少)天|"
+    r"(?<![你您])(?<![你您]今年)几岁了(?=\W*$|吗|呢)|多少岁了(?!算|才|就|可以|能)|已经(?:多少|几)(?:年|周年)了|多少周年了|还剩(?:几|多少)天|"
     r"截止(?:日期)?还有(?:几|多少)天|还有(?:几|多少)(?:周|个?星期|个月)(?=\W*$|吗|呢)|再过[\d一二三四五六七八九十百]+天是(?:几月几号|哪天|几号|星期几|周几)",
     # The state of a service, a road, a law, a disaster: open or shut, down, passed, contained, back on.
-    r"^\W*(?:is|are) (?:the )?(?![^?.!]*\b(?:door|window|file|tab|port|lid|valve|question|account|ticket|loop|set|interval|"
-    r"circuit|wound|eyes?|mouth|bracket|issue|poll|position|case)\b)[\w'&.\- ]{1,40} (?:still )?(?:open|closed)"
-    r"(?: yet| today| now| right now)?\W*$",
-    r"\b(?:is|are) [\w' .-]{1,30} (?:still )?on strike\b",
-    r"\b(?:has|have) (?:the )?[\w' .-]{0,30}(?:bill|law|act|court|senate|house|congress|measure|amendment|ban|ruling)"
-    r"[\w' .-]{0,30} (?:passed|ruled|been (?:passed|signed|approved|struck down|overturned))\b",
-    r"\b(?:is|are) [\w' .-]{1,30} (?:having (?:an? )?(?:outage|issues|problems)|experiencing (?:an? )?(?:outage|issues|problems)|"
+    r"^\W*(?:is|are) (?:the )?(?![^?.!]{0,60}\b(?:door|window|file|tab|port|lid|valve|question|account|ticket|loop|set|subset|"
+    r"interval|circuit|wound|eyes?|mouth|bracket|issue|poll|position|case|stream|connection|socket|curve|polygon|numbers?|shape|"
+    r"form|thread|pipe|deal|sale|book|mind|group|channel|session|handle|cursor|browser|app|function|bag|box|jar|lock)s?\b)"
+    r"[\w'&\- ]{1,40} (?:still )?(?:open|closed)(?: yet| today| now| right now)?\W*$",
+    r"\b(?:is|are) (?![^?.!]{0,60}\b(?:allowed|legal|illegal|able|to be|go|going|paid|when|if|you|i|we)\b)[\w' -]{1,30} (?:still )?on strike\b",
+    r"\b(?:has|have) (?:the )?[\w' -]{0,30}\b(?:bill|law|act|senate|house|congress|measure|amendment|ban|ruling)s?\b"
+    r"[\w' -]{0,30} (?:passed|been (?:passed|signed|approved|struck down|overturned))\b",
+    r"\bhas the (?:supreme )?court ruled\b",
+    r"\b(?:is|are) [\w' -]{1,30} (?:having (?:an? )?(?:outage|issues|problems)|experiencing (?:an? )?(?:outage|issues|problems)|"
     r"down for (?:everyone|maintenance|me))\b",
-    r"\bis there (?:still )?an? [\w' -]{1,30} (?:notice|advisory|warning|alert|watch|evacuation order|closure|outage|shortage)"
-    r"(?= (?:in|for|near|at|on|around)\b|\W*$)",
-    r"\b(?:power|electricity|water|internet|service|wifi|gas)[\w ]{0,10} back (?:on|up)\b",
-    r"\b(?:fire|wildfire|blaze|outbreak|spill)[\w' ]{0,30} contained\b",
-    r"\bclosed (?:because of|due to) (?:the )?(?:snow|storm|weather|strike|flood\w*|fire|hurricane|heat|ice|protests?)\b",
-    r"\bis (?:the )?[\w' .-]{1,30} running (?:normally|on time|on schedule)\b", r"\bis (?:the )?(?:federal |us |u\.s\. )?government (?:still )?(?:shut ?down|in (?:a )?shutdown)\b",
-    r"\b(?:how'?s|how is|what'?s|is) the air quality\b(?! index)|\bair quality (?:okay|ok|good|bad)\b",
-    r"封路了?(?:吗|没)|封闭了(?:吗|没)|封山|闭馆了?(?:吗|没)|闭园了?(?:吗|没)|开园了(?:吗|没)|停课了(?=\W*$|吗|没)|"
-    r"恢复(?:运营|通车|运行|营业|供电|供水)了?(?:吗|没)|(?:系统|服务器|网站|app|平台)[^,.;!?]{0,4}(?:故障|崩|挂|出问题|宕机)了?(?:吗|没)|"
-    r"是不是(?:又)?(?:卡|崩|挂|宕机)了|(?:他们|它|网站|服务器)挂了|(?:航班|比赛|演出|列车|高铁|火车|活动|演唱会)[^,.;!?]{0,6}取消了?(?:吗|没)|"
-    r"延误(?:严重吗|了多久|多久了)|(?:法|法案|修正案|议案|草案|政策)[^,.;!?]{0,6}通过了?(?:吗|没)|空气质量(?:怎么样|如何|好吗|适合)|"
-    r"还在(?:封山|封路|限行|停课|停运|闭馆|罢工)|结果出来了(?:吗|没)|什么时候(?:能)?(?:来水|来电了|恢复供电|通电)|"
+    r"\bis there (?:still )?an? (?:[\w-]+ )?(?:tornado|flood|storm|hurricane|tsunami|fire|heat|winter storm|boil water|evacuation|"
+    r"travel|weather|air quality|tropical storm|blizzard|wind)[\w -]{0,15}(?:warning|watch|advisory|notice|order|alert)\b",
+    r"\b(?:is|are|has) (?:the )?(?:power|electricity|water|internet|service|wifi|gas)[\w ]{0,10} (?:back on|back up|been restored|restored)\b",
+    r"\b(?:is|are|has|have) (?:the )?[\w' -]{0,30}\b(?:wildfire|fire|blaze)s?\b[\w' -]{0,20} (?:been )?contained\b",
+    r"^\W*(?:is|are) [\w' -]{1,40} closed (?:because of|due to) (?:the )?(?:snow|storm|weather|strike|flood\w*|fire|hurricane|heat|"
+    r"ice|protests?)\b",
+    r"\bis (?!(?:the |my )?(?:code|program|script|app|build|process|server|it|this)\b)[\w' -]{1,30} running (?:normally|on time|on schedule)\b",
+    r"\b(?:is|are) [\w' -]{1,30} still on time\W*$",
+    r"\bis (?:the )?(?:federal |us |u\.s\. )?government (?:still )?(?:shut ?down|in (?:a )?shutdown)\b",
+    r"\b(?:how'?s|how is|what'?s|what is) the air quality (?:like )?(?:in|at|near|today|now|right now|outside)\b(?! mars)",
+    r"封路了?(?:吗|没)|封闭了(?:吗|没)|(?:还在|是否|是不是)封山|封山了(?:吗|没)|闭馆了?(?:吗|没)|闭园了?(?:吗|没)|开园了(?:吗|没)|"
+    r"停课了(?=\W*$|吗|没)|恢复(?:运营|通车|运行|营业|供电|供水)了?(?:吗|没)|"
+    r"(?:系统|服务器|网站|app|平台)[^,.;!?]{0,4}(?:故障|崩|挂|出问题|宕机)了?(?:吗|没)|是不是(?:又)?(?:崩|宕机)了|"
+    r"(?:网站|服务器|系统|app|平台|服务)是不是(?:又)?(?:卡|挂)了|(?:他们|网站|服务器)挂了(?!怎么|如何|咋)|"
+    r"(?:航班|比赛|演出|列车|高铁|火车|活动|演唱会)[^,.;!?]{0,6}取消了?(?:吗|没)(?!退|怎么|赔|怎样)|"
+    r"延误严重吗|延误了?多久了|(?:法案|修正案|议案|草案|新政|方案)[^,.;!?]{0,6}通过了?(?:吗|没)|空气质量(?:怎么样|好吗|适合)(?![^,.;!?]{0,3}(?:检测|测量|测|检查))|"
+    r"还在(?:封山|封路|限行|停课|停运|闭馆|罢工)|结果出来了(?:吗|没)|什么时候(?:能)?(?:来水|来电了|恢复供电|恢复供水)|"
     r"限行(?:措施)?(?:取消|结束|解除)了(?:吗|没)|(?:洪水|水位|疫情|火势)[^,.;!?]{0,4}(?:退了|控制住了|结束了)(?:吗|没)",
     # A place open or shut now, asked bare ("is the pharmacy open?", "超市还开着吗"); not its hours on a day,
     # which hold from week to week ("is the DMV open on Saturday"), nor a door or a file.

@@ -112,7 +112,7 @@ _EXPLAINS = re.compile(
     r"drives|causes|influences|sets|decides|moves)\b|what happens (?:to|when|if)\b|what (?:factors|makes)\b|"
     r"what does [^?]{1,40} mean\b|how (?:do|does|can) [^?]{0,40}\b(?:affect|impact|influence)\b|"
     r"how (?:do|can|would) (?:i|you|we) (?:tell|know|check|find out|see) (?:if|whether)\b|how to (?:tell|check|know) (?:if|whether)\b)|"
-    r"是什么意思|为什么[^,.;!?]{0,12}会|为何会|(?:怎么|如何)(?:判断|知道|分辨|区分)|"
+    r"是什么意思|为什么[^,.;!?]{0,12}会|为何会|^\W*(?:我)?(?:想问)?(?:怎么|如何)(?:判断|知道|分辨|区分)|"
     r"(?:是)?(?:怎么|如何)(?:定|算|计算|确定|形成|制定)(?:出来)?的|由什么决定|受(?:什么|哪些)(?:因素)?影响|影响因素|取决于什么|形成机制|定价机制")
 # ... unless it asks why a price keeps moving now ("why do gas prices keep going up", "油价为什么一直涨").
 _STILL_MOVING = re.compile(r"\bkeep(?:s)? \w+ing\b|\bso (?:high|low|expensive|cheap)\b|\bstill\b|一直|这么|那么|最近|还在|越来越", re.I)
@@ -130,13 +130,15 @@ _YEAR = re.compile(r"(?<![\d.$€£¥])((?:1[5-9]|20)\d\d)(?![\d.%]|[-/]\d)(?:�
 # What a year dates: a result, a price or a level, who held an office. Not a release, seats or
 # tickets, standings or a race still run, a registration still open ("is the 2026 MacBook out yet").
 _DATABLE = re.compile(r"\b(?:won|win|winners?|champions?|price|prices|cost|worth|gdp|cpi|inflation|rates?|president|prime minister|"
-                      r"ceo|who (?:is|was|are|were)|richest)\b|冠军|赢|价|多少钱|多少点|利率|汇率|总统|首相|总理|是谁|首富|gdp|cpi", re.I)
+                      r"ceo|who (?:is|was|are|were)|richest|ranked|number one)\b|冠军|赢|价|多少钱|多少点|利率|汇率|总统|首相|总理|是谁|首富|"
+                      r"俱乐部|球队|gdp|cpi", re.I)
 _FUTURE = re.compile(r"\b(?:will|going to|gonna|expected to)\b|将|预计|(?<![运奥全大集聚社体舞晚宴])会(?![员议计长场])", re.I)   # "when will the 2027 form be out": news may move it
 _RUNS_TO_NOW = re.compile(r"\b(?:old|ago|since|until|till|left|remaining|from (?:now|today))\b|多大|几岁|还有|距离?|离|至今|到现在", re.I)
 
 # What a sum on the turn's own numbers asks ("a loan of $1000 grows to $1100, what is the interest rate").
-_WORKED = re.compile(r"\b(?:left|remaining|interest rates?)\b", re.I)
-_NUMBER = re.compile(r"(?<![\d:])\d+(?:[.,]\d+)?(?![\d:])")   # a clock time ("the 6:40 flight") is no operand
+_WORKED = re.compile(r"\b(?:left|remaining|interest rates?)\b|几岁|还剩|还有几|剩(?:几|多少)", re.I)
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+_CLOCK_TIME = re.compile(r"(?<!\d)\d{1,2}:\d{2}(?!\d)")     # "the 6:40 flight" holds no operand
 
 
 def _dated(clause: str) -> bool:
@@ -246,7 +248,7 @@ def depends_on_now(text: str, match: re.Match[str] | None = None, markers: re.Pa
         return False        # "who won the world cup in 1998": the year dates what is asked
     if of_no_moment and _EXPLAINS.search(sentence) and not _STILL_MOVING.search(sentence):
         return False        # "how are gas prices set?", "油价是怎么定的": how a market works, not where it is now
-    if of_no_moment and _WORKED.search(word) and len(_NUMBER.findall(sentence)) >= 2:
+    if of_no_moment and _WORKED.search(word) and len(_NUMBER.findall(_CLOCK_TIME.sub(" ", sentence))) >= 2:
         return False        # "i have 20 days and used 12, how many are left": a sum on the turn's own numbers
     if _STATE.search(clause) and not _SOFT.fullmatch(word):
         return True         # a state beside the time word: "明天去爬山会下雨吗", "wondering whether it will snow tomorrow"
