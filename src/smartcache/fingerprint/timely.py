@@ -32,6 +32,7 @@ The readings work on the normalised text (``normalize_text``: quotation marks an
 from __future__ import annotations
 
 import re
+from datetime import date
 from functools import lru_cache
 
 _CLAUSE = re.compile(r"[,.;!?:\n…]+|-{2,}|\s-\s")
@@ -143,7 +144,6 @@ _CLOCK_TIME = re.compile(r"(?<!\d)\d{1,2}:\d{2}(?!\d)")     # "the 6:40 flight" 
 
 def _dated(clause: str) -> bool:
     """Whether the clause names a past year or edition: this year and later ones are still running."""
-    from datetime import date
     this_year = date.today().year
     return any(not m.group(1) or int(m.group(1)) < this_year for m in _YEAR.finditer(clause))
 
